@@ -1,0 +1,5 @@
+import sys
+
+from irscope.cli import main
+
+sys.exit(main())

@@ -1,0 +1,219 @@
+"""Find every compiled Triton kernel under a path, without writing anything there.
+
+Lifecycle of a harvest:
+1. resolve the paths (none given: the user's Triton cache, found the way Triton finds it);
+2. walk each directory tree (symlinks not followed), grouping the files of a directory
+   by kernel name: `<name>.<stage>` where stage is one of Triton's (model.STAGES);
+3. classify each group: a Triton cache entry (it has the metadata `.json`), a
+   TRITON_KERNEL_DUMP entry (IR only), or a single artifact named on the command line;
+   skip what is not a kernel: autotune-only and launcher-only directories, Triton's
+   in-progress `tmp.pid_*` files and directories;
+4. read the small metadata json; record a problem against the kernel, not the run,
+   when it is broken; stage texts are left on disk and read only when analyzed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from irscope.model import STAGES, Artifact, Fact, Kernel, KernelOptions, Origin, Problem, Skipped
+from irscope.parsers.errors import ArtifactError
+from irscope.parsers.metadata import parse_metadata
+
+_STAGE_OF_EXT = {stage: stage for stage in STAGES}
+# Triton's in-progress files: `<file>.tmp.pid_<pid>_<uuid>` (3.0-3.1) and the
+# `tmp.pid_<pid>_<uuid>/` directory inside a hash directory (3.2+).
+_IN_PROGRESS = re.compile(r"(^|\.)tmp\.pid_")
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_B64_43 = re.compile(r"^[A-Za-z0-9_-]{43}$")
+_B32_52 = re.compile(r"^[A-Z2-7]{52}$")
+
+
+class HarvestError(Exception):
+    """The path cannot be harvested at all (missing, unreadable, not an artifact)."""
+
+
+@dataclass(frozen=True)
+class Harvest:
+    roots: tuple[str, ...]
+    kernels: tuple[Kernel, ...]
+    # Problems found while harvesting, keyed by Kernel.key; run-level ones under "".
+    problems: Mapping[str, tuple[Problem, ...]] = field(default_factory=dict)
+    skipped: tuple[Skipped, ...] = ()
+
+
+def default_cache_dir() -> Path:
+    """Where Triton itself caches: $TRITON_CACHE_DIR, else $TRITON_HOME/.triton/cache, else ~/.triton/cache."""
+    if os.environ.get("TRITON_CACHE_DIR"):
+        return Path(os.environ["TRITON_CACHE_DIR"])
+    home = os.environ.get("TRITON_HOME") or os.path.expanduser("~")
+    return Path(home) / ".triton" / "cache"
+
+
+def harvest(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None) -> Harvest:
+    """Every kernel under `paths` (a cache, a dump directory, one hash directory, one file)."""
+    if paths is None:
+        roots = [default_cache_dir()]
+    elif isinstance(paths, (str, os.PathLike)):
+        roots = [Path(paths)]
+    else:
+        roots = [Path(p) for p in paths]
+    for root in roots:
+        if not root.exists():
+            raise HarvestError(f"{root}: no such file or directory")
+
+    collector = _Collector()
+    for root in roots:
+        if root.is_file():
+            collector.add_file(root)
+        else:
+            collector.add_tree(root)
+    return Harvest(
+        roots=tuple(str(r) for r in roots),
+        kernels=tuple(collector.kernels),
+        problems={k: tuple(v) for k, v in collector.problems.items()},
+        skipped=tuple(collector.skipped),
+    )
+
+
+class _Collector:
+    def __init__(self) -> None:
+        self.kernels: list[Kernel] = []
+        self.problems: dict[str, list[Problem]] = {}
+        self.skipped: list[Skipped] = []
+        self._keys: set[str] = set()
+
+    def add_tree(self, root: Path) -> None:
+        def on_error(exc: OSError) -> None:
+            self.problems.setdefault("", []).append(Problem(str(exc.filename), f"cannot read: {exc.strerror}"))
+
+        for dirpath, dirnames, filenames in os.walk(root, onerror=on_error):
+            dirnames.sort()
+            in_progress = [d for d in dirnames if _IN_PROGRESS.search(d)]
+            for d in in_progress:
+                self.skipped.append(Skipped(os.path.join(dirpath, d), "being written by Triton (tmp.pid_ directory)"))
+                dirnames.remove(d)
+            self._add_directory(root, Path(dirpath), sorted(filenames), bool(in_progress))
+
+    def add_file(self, path: Path) -> None:
+        name, stage = _split(path.name)
+        if stage is None:
+            raise HarvestError(f"{path}: not a Triton artifact (expected one of .{', .'.join(STAGES)})")
+        # A sibling metadata json is read (never changed) for the target and options.
+        sibling = path.parent / f"{name}.json"
+        self._add_kernel(path.parent, path.parent, name, [(stage, path.name)],
+                         sibling if sibling.is_file() else None, layout="file",
+                         has_grp=True, in_progress=False)
+
+    def _add_directory(self, root: Path, directory: Path, filenames: list[str], in_progress: bool) -> None:
+        groups: dict[str, list[tuple[str, str]]] = {}
+        grp_names: set[str] = set()
+        autotune = launcher = 0
+        for fname in filenames:
+            if _IN_PROGRESS.search(fname):
+                self.skipped.append(Skipped(str(directory / fname), "being written by Triton (tmp.pid_ file)"))
+                continue
+            if fname.startswith("__grp__") and fname.endswith(".json"):
+                grp_names.add(fname[len("__grp__"):-len(".json")])
+                continue
+            if fname.endswith(".autotune.json"):
+                autotune += 1
+                continue
+            if fname.endswith(".so"):
+                launcher += 1
+                continue
+            name, stage = _split(fname)
+            if stage is not None:
+                groups.setdefault(name, []).append((stage, fname))
+
+        kernels = {n: files for n, files in groups.items()
+                   if n in grp_names or any(stage != "json" for stage, _ in files)}
+        if not kernels:
+            if autotune:
+                self.skipped.append(Skipped(str(directory), "autotune results only (.autotune.json)"))
+            elif launcher:
+                self.skipped.append(Skipped(str(directory), "launcher modules only (.so)"))
+            return
+        for name, files in kernels.items():
+            has_json = any(stage == "json" for stage, _ in files)
+            meta = directory / f"{name}.json" if has_json else None
+            layout = "triton-cache" if has_json or name in grp_names else "kernel-dump"
+            self._add_kernel(root, directory, name, files, meta, layout,
+                             has_grp=name in grp_names, in_progress=in_progress,
+                             many=len(kernels) > 1)
+
+    def _add_kernel(self, root: Path, directory: Path, name: str, files: list[tuple[str, str]],
+                    meta_path: Path | None, layout: str, has_grp: bool, in_progress: bool,
+                    many: bool = False) -> None:
+        key = self._unique_key(root, directory, name, many or layout == "file")
+        problems: list[Problem] = []
+        artifacts = []
+        for stage, fname in sorted(files, key=lambda f: STAGES.index(f[0])):
+            path = directory / fname
+            try:
+                artifacts.append(Artifact(stage, str(path), path.stat().st_size))
+            except OSError as exc:  # removed between listing and stat: Triton replacing it
+                problems.append(Problem(str(path), f"cannot read: {exc.strerror}"))
+
+        kernel_name, hash_, target, version, options, raw = name, None, None, None, KernelOptions(), {}
+        if meta_path is not None:
+            try:
+                meta = parse_metadata(meta_path.read_bytes(), str(meta_path))
+            except ArtifactError as exc:
+                problems.append(Problem(exc.path, exc.message, exc.line))
+            except OSError as exc:
+                problems.append(Problem(str(meta_path), f"cannot read: {exc.strerror}"))
+            else:
+                kernel_name = meta.name or name
+                hash_, target, version, options, raw = meta.hash, meta.target, meta.triton_version, meta.options, meta.raw
+        if version is None and layout != "kernel-dump":
+            version = _version_from_dirname(directory)
+        complete = not in_progress and (has_grp or layout != "triton-cache")
+        if not complete:
+            problems.append(Problem(str(directory), "incomplete: Triton has not finished writing this kernel "
+                                    "(no __grp__ file yet)", severity="warning"))
+        self.kernels.append(Kernel(
+            key=key, name=kernel_name, directory=str(directory), layout=layout,
+            artifacts=tuple(artifacts), target=target, hash=hash_, triton_version=version,
+            options=options, complete=complete, metadata=raw,
+        ))
+        if problems:
+            self.problems[key] = problems
+
+    def _unique_key(self, root: Path, directory: Path, name: str, with_name: bool) -> str:
+        rel = directory.relative_to(root).as_posix() if directory != root else directory.name
+        key = f"{rel}/{name}" if with_name else rel
+        base, n = key, 1
+        while key in self._keys:
+            n += 1
+            key = f"{base}#{n}"
+        self._keys.add(key)
+        return key
+
+
+def _split(filename: str) -> tuple[str, str | None]:
+    name, dot, ext = filename.rpartition(".")
+    if not dot or not name:
+        return filename, None
+    return name, _STAGE_OF_EXT.get(ext)
+
+
+def _version_from_dirname(directory: Path) -> Fact[str] | None:
+    """Triton < 3.3 writes no version; its cache directory naming still tells the range.
+
+    3.0-3.1 name directories by the hex sha256, 3.2 by urlsafe base64 of it,
+    3.3+ by base32 (and write `triton_version` into the json).
+    """
+    name = directory.name
+    origin = Origin(str(directory), None, "hash directory naming")
+    if _HEX64.match(name):
+        return Fact("3.0-3.1", origin)
+    if _B64_43.match(name):
+        return Fact("3.2", origin)
+    if _B32_52.match(name):
+        return Fact(">=3.3", origin)
+    return None

@@ -1,0 +1,194 @@
+"""The typed values every stage of irscope passes along.
+
+harvest -> parse -> model -> analyses -> Report -> renderers. Everything here is a
+frozen dataclass so a value can be shared between analyses, hashed, and saved.
+Every number irscope reports is a `Fact`: the value plus the `Origin` (artifact
+file, line, and what on that line) it was read from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Generic, Mapping, TypeVar
+
+T = TypeVar("T")
+
+# Triton's own stage names (triton/backends/*/compiler.py add_stages), in pipeline order,
+# plus the metadata json. The value is the file extension in a cache directory.
+STAGES: tuple[str, ...] = (
+    "source", "ttir", "ttgir", "llir", "amdgcn", "hsaco", "ptx", "cubin", "json",
+)
+TEXT_STAGES = frozenset({"source", "ttir", "ttgir", "llir", "amdgcn", "ptx", "json"})
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a value was read: a file, a 1-based line when the file is text, and what."""
+
+    path: str
+    line: int | None = None
+    detail: str | None = None
+
+    def __str__(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        return f"{where} ({self.detail})" if self.detail else where
+
+
+@dataclass(frozen=True)
+class Fact(Generic[T]):
+    """A value and the artifact line it came from."""
+
+    value: T
+    origin: Origin
+
+
+@dataclass(frozen=True)
+class Target:
+    """Mirrors triton.backends.compiler.GPUTarget, with the arch always a string.
+
+    CUDA arches are spelled `sm_90`; Triton's json writes the int 90.
+    """
+
+    backend: str  # "hip" or "cuda"
+    arch: str  # "gfx942", "sm_90"
+    warp_size: int
+
+    def __str__(self) -> str:
+        return self.arch
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something irscope could not read, recorded against the file that caused it."""
+
+    path: str
+    message: str
+    line: int | None = None
+    severity: str = "error"  # "error": data lost; "warning": data may be incomplete
+
+    def __str__(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        return f"{where}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A path that was looked at and is, rightly, not a kernel (autotune results, tmp files)."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One compiler output of a kernel. The text is read only when asked for."""
+
+    stage: str
+    path: str
+    size: int
+
+    def read_bytes(self) -> bytes:
+        return Path(self.path).read_bytes()
+
+
+@dataclass(frozen=True)
+class KernelOptions:
+    """The compile options Triton recorded in the metadata json (`options.__dict__`)."""
+
+    num_warps: Fact[int] | None = None
+    num_stages: Fact[int] | None = None
+    num_ctas: Fact[int] | None = None
+    shared: Fact[int] | None = None  # dynamic shared memory / LDS bytes per block
+    waves_per_eu: Fact[int] | None = None
+    matrix_instr_nonkdim: Fact[int] | None = None
+    kpack: Fact[int] | None = None
+    maxnreg: Fact[int] | None = None
+
+
+@dataclass(frozen=True)
+class AmdResources:
+    """What the AMDGPU backend wrote about register, scratch and LDS use.
+
+    `vgpr_total` is the unified arch+AGPR count (`.vgpr_count`), the figure that
+    limits occupancy on gfx90a and later. `lds_static` is only the static part:
+    Triton's LDS is dynamic and lives in KernelOptions.shared.
+    """
+
+    vgpr_total: Fact[int] | None = None
+    vgpr_arch: Fact[int] | None = None
+    agpr: Fact[int] | None = None
+    sgpr: Fact[int] | None = None
+    vgpr_spill: Fact[int] | None = None
+    sgpr_spill: Fact[int] | None = None
+    scratch_bytes: Fact[int] | None = None
+    lds_static: Fact[int] | None = None
+    llvm_occupancy: Fact[int] | None = None
+    code_bytes: Fact[int] | None = None
+    wavefront_size: Fact[int] | None = None
+    max_flat_workgroup_size: Fact[int] | None = None
+
+
+@dataclass(frozen=True)
+class NvidiaResources:
+    """Registers and memory from the cubin, launch bounds from the PTX.
+
+    `static_shared` excludes the 1 KiB that sm_90+ cubins reserve per block
+    (`.nv.shared.reserved.0`, kept in `reserved_shared`); cuobjdump's SHARED adds both.
+    `local_bytes` is per-thread local memory: spills live there (Triton's n_spills
+    is local bytes / 4).
+    """
+
+    registers: Fact[int] | None = None
+    local_bytes: Fact[int] | None = None
+    stack_bytes: Fact[int] | None = None
+    static_shared: Fact[int] | None = None
+    reserved_shared: Fact[int] | None = None
+    reqntid: Fact[tuple[int, ...]] | None = None
+    maxnreg: Fact[int] | None = None
+    ptx_version: Fact[str] | None = None
+    ptx_target: Fact[str] | None = None
+
+
+Resources = AmdResources | NvidiaResources
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One compiled specialization of a Triton kernel, as found on disk."""
+
+    key: str  # unique within a scan: the directory relative to the scanned root, plus name
+    name: str
+    directory: str
+    layout: str  # "triton-cache", "kernel-dump" or "file"
+    artifacts: tuple[Artifact, ...]
+    target: Target | None = None
+    hash: str | None = None
+    triton_version: Fact[str] | None = None
+    options: KernelOptions = KernelOptions()
+    complete: bool = True  # False while Triton is still writing the directory
+    # The raw metadata json (the full specialization); kept for diffing, never compared.
+    metadata: Mapping[str, object] = field(default_factory=dict, compare=False, repr=False)
+
+    def artifact(self, stage: str) -> Artifact | None:
+        for a in self.artifacts:
+            if a.stage == stage:
+                return a
+        return None
+
+    @property
+    def stages(self) -> tuple[str, ...]:
+        return tuple(a.stage for a in self.artifacts)
+
+
+@dataclass(frozen=True)
+class KernelReport:
+    """A kernel and everything irscope derived from it."""
+
+    kernel: Kernel
+    resources: Resources | None = None
+    problems: tuple[Problem, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not any(p.severity == "error" for p in self.problems)

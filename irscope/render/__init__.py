@@ -1,0 +1,1 @@
+"""Renderers: each takes a Report and returns text. They never call parsers."""

@@ -1,0 +1,93 @@
+"""The console view of a Report: one row per kernel, then the problems.
+
+Every cell is built as rich `Text` from `printable()` strings, so nothing a kernel
+name or path contains is taken as markup or as a terminal escape.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from irscope.model import AmdResources, Fact, KernelReport, NvidiaResources
+from irscope.render.safe import printable
+from irscope.report import Report
+
+
+def _v(fact: Fact | None) -> int | None:
+    return None if fact is None else fact.value
+
+
+def _num(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def _registers(r: KernelReport) -> tuple[str, str, str, str]:
+    """(registers, SGPRs, spills, scratch/local) cells for one kernel."""
+    res = r.resources
+    if isinstance(res, AmdResources):
+        total, agpr = _v(res.vgpr_total), _v(res.agpr)
+        arch = _v(res.vgpr_arch)
+        regs = _num(total)
+        if agpr and total is not None:
+            regs += f" ({arch if arch is not None else total - agpr}v+{agpr}a)"
+        spills = [s for s in (_v(res.vgpr_spill), _v(res.sgpr_spill)) if s is not None]
+        spill = "-" if not spills else (
+            "0" if not any(spills) else f"{_num(_v(res.vgpr_spill))}v {_num(_v(res.sgpr_spill))}s")
+        return regs, _num(_v(res.sgpr)), spill, _num(_v(res.scratch_bytes))
+    if isinstance(res, NvidiaResources):
+        local = _v(res.local_bytes)
+        spill = "-" if local is None else ("0" if local == 0 else f"{local // 4} (n_spills)")
+        return _num(_v(res.registers)), "", spill, _num(local)
+    return "-", "-", "-", "-"
+
+
+def kernel_table(report: Report) -> Table:
+    table = Table(title=Text(f"{len(report.kernels)} kernels"), title_justify="left", header_style="bold")
+    for name, justify in (("kernel", "left"), ("arch", "left"), ("triton", "left"), ("warps", "right"),
+                          ("stages", "right"), ("LDS/smem B", "right"), ("VGPR/regs", "right"),
+                          ("SGPR", "right"), ("spills", "right"), ("scratch B", "right"), ("status", "left")):
+        if name == "kernel":
+            table.add_column(name, justify=justify, overflow="fold", min_width=12, ratio=1)
+        else:
+            table.add_column(name, justify=justify, no_wrap=True, min_width=len(name))
+    for r in report.kernels:
+        k = r.kernel
+        opts = k.options
+        regs, sgpr, spill, scratch = _registers(r)
+        errors = sum(p.severity == "error" for p in r.problems)
+        warnings = len(r.problems) - errors
+        status = Text("error", style="bold red") if errors else (
+            Text("incomplete" if not k.complete else "warning", style="yellow") if warnings else Text("ok", style="green"))
+        table.add_row(
+            Text(printable(k.name)),
+            Text(printable(k.target.arch) if k.target else "?"),
+            Text(printable(k.triton_version.value) if k.triton_version else "?"),
+            _num(_v(opts.num_warps)), _num(_v(opts.num_stages)), _num(_v(opts.shared)),
+            regs, sgpr, spill, scratch, status,
+        )
+    return table
+
+
+def problem_lines(report: Report) -> list[Text]:
+    lines = []
+    for r in report.kernels:
+        for p in r.problems:
+            style = "red" if p.severity == "error" else "yellow"
+            lines.append(Text.assemble((f"{p.severity}: ", style), printable(f"{r.kernel.name}: {p}")))
+    for p in report.problems:
+        lines.append(Text.assemble(("error: ", "red"), printable(str(p))))
+    return lines
+
+
+def render(report: Report, console: Console) -> None:
+    parts = [kernel_table(report)]
+    problems = problem_lines(report)
+    if problems:
+        parts.append(Text("\nProblems (the other kernels are analyzed in full):", style="bold"))
+        parts.extend(problems)
+    if report.skipped:
+        parts.append(Text(f"\nSkipped {len(report.skipped)} path(s) that hold no kernel "
+                          "(autotune results, launchers, files Triton is writing).", style="dim"))
+    console.print(Group(*parts))

@@ -1,0 +1,66 @@
+"""The Report: the saveable result of a scan, which every renderer reads.
+
+Saved as JSON in a versioned schema (docs/json-schema.md). `schema_version` grows
+by one when a field changes meaning or goes away; new fields may appear within a
+version, so readers ignore keys they do not know.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from irscope.model import KernelReport, Problem, Skipped
+from irscope.serde import from_data, to_data
+
+SCHEMA = "irscope.report"
+SCHEMA_VERSION = 1
+
+
+class ReportError(Exception):
+    """A saved report that cannot be loaded: not JSON, another schema, or a newer version."""
+
+
+@dataclass(frozen=True)
+class Report:
+    irscope_version: str
+    created: str  # ISO 8601, UTC
+    roots: tuple[str, ...]
+    kernels: tuple[KernelReport, ...]
+    problems: tuple[Problem, ...] = ()  # not tied to one kernel (an unreadable directory)
+    skipped: tuple[Skipped, ...] = ()
+    schema: str = SCHEMA
+    schema_version: int = SCHEMA_VERSION
+    extra: dict = field(default_factory=dict, compare=False)
+
+    def to_json(self, indent: int | None = 1) -> str:
+        return json.dumps(to_data(self), indent=indent, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str, source: str = "<report>") -> "Report":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ReportError(f"{source}:{exc.lineno}: not a JSON report: {exc.msg}") from None
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+            raise ReportError(f"{source}: not an irscope report (no \"schema\": \"{SCHEMA}\")")
+        version = data.get("schema_version")
+        if not isinstance(version, int) or version > SCHEMA_VERSION:
+            raise ReportError(f"{source}: report schema version {version!r} is newer than this irscope "
+                              f"reads ({SCHEMA_VERSION}); upgrade irscope")
+        try:
+            return from_data(cls, data)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise ReportError(f"{source}: malformed report: {exc}") from None
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_json() + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Report":
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ReportError(f"{path}: cannot read report: {exc}") from None
+        return cls.from_json(text, str(path))

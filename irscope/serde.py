@@ -1,0 +1,97 @@
+"""Frozen dataclasses <-> JSON-ready data, driven by the type hints.
+
+One small converter instead of hand-written to_dict/from_dict on every model class,
+so a field added to the model is saved and loaded without touching this file.
+A field whose type is a union of dataclasses is written with a `"type"` tag.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import dataclasses
+import types
+import typing
+from functools import lru_cache
+from typing import Any, Mapping, Union
+
+
+def to_data(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        hints = _hints(type(obj))
+        out = {}
+        for f in dataclasses.fields(obj):
+            value = getattr(obj, f.name)
+            data = to_data(value)
+            if dataclasses.is_dataclass(value) and len(_dataclass_members(hints[f.name])) > 1:
+                data = {"type": type(value).__name__, **data}
+            out[f.name] = data
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [to_data(v) for v in obj]
+    if isinstance(obj, Mapping):
+        return {str(k): to_data(v) for k, v in obj.items()}
+    return obj
+
+
+def from_data(tp: Any, data: Any) -> Any:
+    """Rebuild a value of type `tp` from `to_data` output; raises ValueError on a mismatch."""
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = typing.get_args(tp)
+        if data is None and type(None) in args:
+            return None
+        members = [a for a in args if a is not type(None)]
+        classes = _dataclass_members(tp)
+        if len(classes) > 1:
+            tag = data.get("type") if isinstance(data, dict) else None
+            chosen = next((c for c in classes if c.__name__ == tag), None)
+            if chosen is None:
+                raise ValueError(f"unknown type tag {tag!r}; expected one of {[c.__name__ for c in classes]}")
+            return from_data(chosen, {k: v for k, v in data.items() if k != "type"})
+        return from_data(members[0], data)
+    base = origin or tp
+    if dataclasses.is_dataclass(base):
+        if not isinstance(data, dict):
+            raise ValueError(f"expected an object for {base.__name__}, found {type(data).__name__}")
+        hints = _hints(base)
+        params = dict(zip(getattr(base, "__parameters__", ()), typing.get_args(tp)))
+        kwargs = {}
+        for f in dataclasses.fields(base):
+            if f.name in data:
+                ftype = params.get(hints[f.name], hints[f.name])
+                kwargs[f.name] = from_data(ftype, data[f.name])
+        return base(**kwargs)
+    if base is tuple:
+        args = typing.get_args(tp)
+        item = args[0] if args else Any
+        return tuple(from_data(item, v) for v in _list(data))
+    if base is list:
+        return [from_data(typing.get_args(tp)[0], v) for v in _list(data)]
+    if base in (dict, collections.abc.Mapping):
+        args = typing.get_args(tp)
+        value_type = args[1] if args else Any
+        return {k: from_data(value_type, v) for k, v in data.items()}
+    if isinstance(tp, typing.TypeVar) or tp is Any:
+        return tuple(data) if isinstance(data, list) else data
+    if tp in (int, float, str, bool):
+        if not isinstance(data, tp) or (tp is int and isinstance(data, bool)):
+            raise ValueError(f"expected {tp.__name__}, found {data!r:.40}")
+        return data
+    return data
+
+
+def _list(data: Any) -> list:
+    if not isinstance(data, list):
+        raise ValueError(f"expected a list, found {type(data).__name__}")
+    return data
+
+
+@lru_cache(maxsize=None)
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _dataclass_members(tp: Any) -> list[type]:
+    if typing.get_origin(tp) in (Union, types.UnionType):
+        return [a for a in typing.get_args(tp) if dataclasses.is_dataclass(a)]
+    return [tp] if dataclasses.is_dataclass(tp) else []

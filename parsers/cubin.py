@@ -1,0 +1,129 @@
+"""Registers, local memory and static shared memory from a CUDA cubin (ELF64).
+
+Read straight from the ELF so a copied cache can be analyzed with no CUDA toolkit
+and no triton installed. The figures are the ones `cuobjdump --dump-resource-usage`
+prints (tests check each against it):
+- REG: the `EIATTR_REGCOUNT` attribute in `.nv.info` for the kernel's symbol
+  (also the top byte of the `.text.<kernel>` section's sh_info);
+- LOCAL: `EIATTR_FRAME_SIZE` (per-thread local memory: spills and local arrays);
+- STACK: `EIATTR_MAX_STACK_SIZE` (or MIN_STACK_SIZE when only that is present);
+- SHARED: the size of `.nv.shared.<kernel>`, plus `.nv.shared.reserved.0` on sm_90+.
+
+`.nv.info` sections are lists of attributes: one byte format, one byte attribute id,
+then a 2-byte value (formats NVAL 0x01, BVAL 0x02, HVAL 0x03) or a 2-byte size and
+that many bytes (SVAL 0x04).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from irscope.model import Fact, Origin
+from irscope.parsers.errors import ArtifactError
+
+EIATTR_FRAME_SIZE = 0x11
+EIATTR_MIN_STACK_SIZE = 0x12
+EIATTR_MAX_STACK_SIZE = 0x23
+EIATTR_REGCOUNT = 0x2F
+_EIFMT_SVAL = 0x04
+_SHT_NOBITS = 8
+
+
+@dataclass(frozen=True)
+class _Section:
+    name: str
+    type: int
+    offset: int
+    size: int
+    info: int
+
+
+def parse_cubin(data: bytes, path: str, kernel_name: str) -> dict[str, Fact[int]]:
+    """Facts keyed `registers`, `local_bytes`, `stack_bytes`, `static_shared`, `reserved_shared`."""
+    sections = _sections(data, path)
+    by_name = {s.name: s for s in sections}
+    symbol = _symbol_index(data, sections, kernel_name, path)
+
+    found: dict[str, Fact[int]] = {}
+
+    def put(key: str, value: int, detail: str) -> None:
+        found.setdefault(key, Fact(value, Origin(path, None, detail)))
+
+    attrs = _function_attributes(data, by_name.get(".nv.info"), symbol, path) if symbol is not None else {}
+    if EIATTR_REGCOUNT in attrs:
+        put("registers", attrs[EIATTR_REGCOUNT], ".nv.info EIATTR_REGCOUNT")
+    text = by_name.get(f".text.{kernel_name}")
+    if text is not None and text.info >> 24:
+        put("registers", text.info >> 24, f".text.{kernel_name} sh_info")
+    if EIATTR_FRAME_SIZE in attrs:
+        put("local_bytes", attrs[EIATTR_FRAME_SIZE], ".nv.info EIATTR_FRAME_SIZE")
+    for attr, name in ((EIATTR_MAX_STACK_SIZE, "MAX"), (EIATTR_MIN_STACK_SIZE, "MIN")):
+        if attr in attrs:
+            put("stack_bytes", attrs[attr], f".nv.info EIATTR_{name}_STACK_SIZE")
+    shared = by_name.get(f".nv.shared.{kernel_name}")
+    put("static_shared", shared.size if shared else 0, f"section .nv.shared.{kernel_name} size")
+    reserved = by_name.get(".nv.shared.reserved.0")
+    if reserved is not None:
+        put("reserved_shared", reserved.size, "section .nv.shared.reserved.0 size")
+    if "registers" not in found:
+        raise ArtifactError(path, f"no register count for kernel {kernel_name!r} in this cubin")
+    return found
+
+
+def _sections(data: bytes, path: str) -> list[_Section]:
+    if data[:4] != b"\x7fELF":
+        raise ArtifactError(path, "not an ELF file (cubin expected)")
+    if len(data) < 64 or data[4] != 2 or data[5] != 1:
+        raise ArtifactError(path, "not a 64-bit little-endian ELF (cubin expected)")
+    try:
+        shoff, = struct.unpack_from("<Q", data, 0x28)
+        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+        raw = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+        strtab = raw[shstrndx]
+    except (struct.error, IndexError):
+        raise ArtifactError(path, "truncated ELF: section headers out of range") from None
+    names_off = strtab[4]
+    sections = []
+    for name_off, type_, _flags, _addr, offset, size, _link, info, _align, _entsize in raw:
+        end = data.find(b"\0", names_off + name_off)
+        name = data[names_off + name_off:end].decode("latin-1")
+        if type_ != _SHT_NOBITS and offset + size > len(data):
+            raise ArtifactError(path, f"truncated ELF: section {name} ends past the file")
+        sections.append(_Section(name, type_, offset, size, info))
+    return sections
+
+
+def _symbol_index(data: bytes, sections: list[_Section], name: str, path: str) -> int | None:
+    symtab = next((s for s in sections if s.name == ".symtab"), None)
+    strtab = next((s for s in sections if s.name == ".strtab"), None)
+    if symtab is None or strtab is None:
+        return None
+    wanted = name.encode()
+    for i in range(symtab.size // 24):
+        st_name, = struct.unpack_from("<I", data, symtab.offset + i * 24)
+        start = strtab.offset + st_name
+        if data[start:start + len(wanted) + 1] == wanted + b"\0":
+            return i
+    return None
+
+
+def _function_attributes(data: bytes, info: _Section | None, symbol: int, path: str) -> dict[int, int]:
+    """Attributes of `.nv.info` whose SVAL payload is (symbol index, u32 value) for `symbol`."""
+    attrs: dict[int, int] = {}
+    if info is None:
+        return attrs
+    pos, end = info.offset, info.offset + info.size
+    while pos + 4 <= end:
+        fmt, attr, value = struct.unpack_from("<BBH", data, pos)
+        pos += 4
+        if fmt != _EIFMT_SVAL:
+            continue
+        if pos + value > end:
+            raise ArtifactError(path, f".nv.info attribute 0x{attr:02x} runs past its section")
+        if value == 8:
+            sym, payload = struct.unpack_from("<II", data, pos)
+            if sym == symbol:
+                attrs.setdefault(attr, payload)
+        pos += value
+    return attrs
