@@ -9,18 +9,8 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "harvest", "scan", "Report"]
+from irscope.harvester import HarvestError, harvest  # noqa: E402
+from irscope.pipeline import scan  # noqa: E402
+from irscope.report import Report, ReportError  # noqa: E402
 
-
-def __getattr__(name: str):
-    # Lazy so `import irscope` stays cheap for the CLI's start-up and for pytest plugins.
-    if name == "harvest":
-        from irscope.harvest import harvest
-        return harvest
-    if name == "scan":
-        from irscope.scan import scan
-        return scan
-    if name == "Report":
-        from irscope.report import Report
-        return Report
-    raise AttributeError(f"module 'irscope' has no attribute {name!r}")
+__all__ = ["__version__", "harvest", "scan", "Report", "HarvestError", "ReportError"]

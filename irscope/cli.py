@@ -49,24 +49,23 @@ def _parser() -> argparse.ArgumentParser:
 def _cmd_scan(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from irscope.harvest import HarvestError
+    from irscope.harvester import HarvestError
     from irscope.render.console import render
-    from irscope.scan import scan
+    from irscope.pipeline import scan
 
-    err = Console(stderr=True, highlight=False)
     scripts = [p for p in args.paths if p.endswith(".py")]
     if scripts:
-        err.print(f"irscope: {scripts[0]} is a Python script; running scripts is not available yet "
-                  "(point irscope at the Triton cache the script filled).", markup=False)
+        _error(f"{scripts[0]} is a Python script; running scripts is not available yet "
+               "(point irscope at the Triton cache the script filled).")
         return EXIT_USAGE
     try:
         report = scan(args.paths or None)
     except HarvestError as exc:
-        err.print(f"irscope: {exc}", markup=False)
+        _error(str(exc))
         return EXIT_USAGE
     if not report.kernels:
         where = ", ".join(report.roots)
-        err.print(f"irscope: no Triton kernels found under {where}", markup=False)
+        _error(f"no Triton kernels found under {where}")
         return EXIT_USAGE
 
     if args.json == "-":
@@ -79,3 +78,10 @@ def _cmd_scan(args: argparse.Namespace) -> int:
         out = Console(highlight=False, width=160)
     render(report, out)
     return EXIT_OK
+
+
+def _error(message: str) -> None:
+    # Plain print: a path in a message must not be wrapped, styled or read as markup.
+    from irscope.render.safe import printable
+
+    print(f"irscope: {printable(message)}", file=sys.stderr)

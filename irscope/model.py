@@ -135,8 +135,9 @@ class NvidiaResources:
 
     `static_shared` excludes the 1 KiB that sm_90+ cubins reserve per block
     (`.nv.shared.reserved.0`, kept in `reserved_shared`); cuobjdump's SHARED adds both.
-    `local_bytes` is per-thread local memory: spills live there (Triton's n_spills
-    is local bytes / 4).
+    `stack_bytes` is the per-thread stack frame, where ptxas puts register spills;
+    `local_bytes` is statically allocated local memory. Both are local memory to the
+    driver; Triton's `n_spills` is their sum / 4.
     """
 
     registers: Fact[int] | None = None
@@ -148,6 +149,12 @@ class NvidiaResources:
     maxnreg: Fact[int] | None = None
     ptx_version: Fact[str] | None = None
     ptx_target: Fact[str] | None = None
+
+    @property
+    def local_memory_bytes(self) -> int | None:
+        """Per-thread local memory the driver allocates: stack frame + static local."""
+        parts = [f.value for f in (self.stack_bytes, self.local_bytes) if f is not None]
+        return sum(parts) if parts else None
 
 
 Resources = AmdResources | NvidiaResources

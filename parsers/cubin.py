@@ -5,8 +5,9 @@ and no triton installed. The figures are the ones `cuobjdump --dump-resource-usa
 prints (tests check each against it):
 - REG: the `EIATTR_REGCOUNT` attribute in `.nv.info` for the kernel's symbol
   (also the top byte of the `.text.<kernel>` section's sh_info);
-- LOCAL: `EIATTR_FRAME_SIZE` (per-thread local memory: spills and local arrays);
-- STACK: `EIATTR_MAX_STACK_SIZE` (or MIN_STACK_SIZE when only that is present);
+- STACK: `EIATTR_MAX_STACK_SIZE`, else `EIATTR_MIN_STACK_SIZE`, else `EIATTR_FRAME_SIZE`
+  (the per-thread stack frame: where current ptxas puts register spills);
+- LOCAL: the size of `.nv.local.<kernel>` (statically allocated local memory; 0 when absent);
 - SHARED: the size of `.nv.shared.<kernel>`, plus `.nv.shared.reserved.0` on sm_90+.
 
 `.nv.info` sections are lists of attributes: one byte format, one byte attribute id,
@@ -56,11 +57,12 @@ def parse_cubin(data: bytes, path: str, kernel_name: str) -> dict[str, Fact[int]
     text = by_name.get(f".text.{kernel_name}")
     if text is not None and text.info >> 24:
         put("registers", text.info >> 24, f".text.{kernel_name} sh_info")
-    if EIATTR_FRAME_SIZE in attrs:
-        put("local_bytes", attrs[EIATTR_FRAME_SIZE], ".nv.info EIATTR_FRAME_SIZE")
-    for attr, name in ((EIATTR_MAX_STACK_SIZE, "MAX"), (EIATTR_MIN_STACK_SIZE, "MIN")):
+    for attr, name in ((EIATTR_MAX_STACK_SIZE, "MAX_STACK_SIZE"), (EIATTR_MIN_STACK_SIZE, "MIN_STACK_SIZE"),
+                       (EIATTR_FRAME_SIZE, "FRAME_SIZE")):
         if attr in attrs:
-            put("stack_bytes", attrs[attr], f".nv.info EIATTR_{name}_STACK_SIZE")
+            put("stack_bytes", attrs[attr], f".nv.info EIATTR_{name}")
+    local = by_name.get(f".nv.local.{kernel_name}")
+    put("local_bytes", local.size if local else 0, f"section .nv.local.{kernel_name} size")
     shared = by_name.get(f".nv.shared.{kernel_name}")
     put("static_shared", shared.size if shared else 0, f"section .nv.shared.{kernel_name} size")
     reserved = by_name.get(".nv.shared.reserved.0")

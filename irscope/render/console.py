@@ -37,8 +37,9 @@ def _registers(r: KernelReport) -> tuple[str, str, str, str]:
             "0" if not any(spills) else f"{_num(_v(res.vgpr_spill))}v {_num(_v(res.sgpr_spill))}s")
         return regs, _num(_v(res.sgpr)), spill, _num(_v(res.scratch_bytes))
     if isinstance(res, NvidiaResources):
-        local = _v(res.local_bytes)
-        spill = "-" if local is None else ("0" if local == 0 else f"{local // 4} (n_spills)")
+        local = res.local_memory_bytes
+        # Spills live in the stack frame; Triton reports n_spills = local memory bytes / 4.
+        spill = "-" if local is None else ("0" if local == 0 else f"{local // 4} n_spills")
         return _num(_v(res.registers)), "", spill, _num(local)
     return "-", "-", "-", "-"
 
@@ -52,7 +53,11 @@ def kernel_table(report: Report) -> Table:
             table.add_column(name, justify=justify, overflow="fold", min_width=12, ratio=1)
         else:
             table.add_column(name, justify=justify, no_wrap=True, min_width=len(name))
-    for r in report.kernels:
+    def order(r: KernelReport):
+        k = r.kernel
+        return (k.name, k.target.arch if k.target else "", k.triton_version.value if k.triton_version else "", k.key)
+
+    for r in sorted(report.kernels, key=order):
         k = r.kernel
         opts = k.options
         regs, sgpr, spill, scratch = _registers(r)

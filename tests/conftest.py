@@ -1,0 +1,67 @@
+"""Shared fixtures: the committed corpus of real Triton caches (fixtures/) and its manifest."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "fixtures"
+MANIFEST = FIXTURES / "manifest.json"
+
+
+def load_manifest() -> dict:
+    return json.loads(MANIFEST.read_text())
+
+
+@pytest.fixture(scope="session")
+def manifest() -> dict:
+    return load_manifest()
+
+
+@pytest.fixture(scope="session")
+def corpus_roots(manifest) -> list[Path]:
+    """Every cache directory the manifest describes."""
+    return sorted({FIXTURES / e["cache"] for e in manifest["kernels"]})
+
+
+@pytest.fixture(scope="session")
+def corpus_report(corpus_roots):
+    import irscope
+
+    return irscope.scan(corpus_roots)
+
+
+def kernel_dirs(manifest: dict, **where) -> list[Path]:
+    """Hash directories of manifest entries matching every `key=value` (target keys allowed)."""
+    out = []
+    for e in manifest["kernels"]:
+        flat = {**e, **{f"target_{k}": v for k, v in e["target"].items()}, "target_arch": e["target_name"]}
+        if all(flat.get(k) == v for k, v in where.items()):
+            out.append(FIXTURES / e["cache"] / e["dir"])
+    return out
+
+
+def copy_tree(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst, symlinks=True)
+    return dst
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    """Every file and directory under root, with its content hash and mode: a tree's identity."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for d in dirnames:
+            p = Path(dirpath, d)
+            out[str(p.relative_to(root)) + "/"] = oct(p.lstat().st_mode)
+        for f in filenames:
+            p = Path(dirpath, f)
+            st = p.lstat()
+            out[str(p.relative_to(root))] = f"{oct(st.st_mode)} {st.st_mtime_ns} " + \
+                hashlib.sha256(p.read_bytes()).hexdigest()
+    return out

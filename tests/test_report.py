@@ -1,0 +1,61 @@
+"""The Report round-trips through JSON, and refuses what is not one of ours."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import fields, is_dataclass
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+from irscope import model
+from irscope.report import SCHEMA_VERSION, Report, ReportError
+
+
+def test_round_trip_is_exact(corpus_report, tmp_path):
+    path = tmp_path / "report.json"
+    corpus_report.save(path)
+    loaded = Report.load(path)
+    assert loaded == corpus_report
+    assert loaded.kernels[0].kernel.metadata == corpus_report.kernels[0].kernel.metadata
+
+
+def test_facts_keep_their_origin_through_json(corpus_report):
+    data = json.loads(corpus_report.to_json())
+    amd = next(k for k in data["kernels"] if k["resources"] and k["resources"]["type"] == "AmdResources")
+    vgpr = amd["resources"]["vgpr_total"]
+    assert isinstance(vgpr["value"], int)
+    assert vgpr["origin"]["path"].endswith(".amdgcn") and vgpr["origin"]["line"] > 0
+    assert vgpr["origin"]["detail"] == ".vgpr_count"
+
+
+@pytest.mark.parametrize("text,message", [
+    ("not json", "not a JSON report"),
+    ('{"kernels": []}', "not an irscope report"),
+    (json.dumps({"schema": "irscope.report", "schema_version": SCHEMA_VERSION + 1}), "newer"),
+    (json.dumps({"schema": "irscope.report", "schema_version": 1, "irscope_version": "0", "created": "",
+                 "roots": [], "kernels": [{"kernel": 3}]}), "malformed report"),
+])
+def test_bad_reports_are_refused_with_a_reason(text, message):
+    with pytest.raises(ReportError, match=message):
+        Report.from_json(text, "r.json")
+
+
+def _model_fields() -> set[tuple[str, str]]:
+    out = set()
+    for obj in vars(model).values():
+        if isinstance(obj, type) and is_dataclass(obj) and obj.__module__ == model.__name__:
+            out |= {(obj.__name__, f.name) for f in fields(obj)}
+    out |= {("Report", f.name) for f in fields(Report)}
+    return out
+
+
+def test_schema_doc_describes_every_field():
+    doc = (REPO / "docs" / "json-schema.md").read_text()
+    missing = [f"{cls}.{name}" for cls, name in sorted(_model_fields())
+               if not re.search(rf"`{re.escape(name)}`", doc)]
+    assert not missing, f"docs/json-schema.md does not mention: {missing}"
+    assert f"schema_version` | {SCHEMA_VERSION}" in doc or f"version {SCHEMA_VERSION}" in doc
