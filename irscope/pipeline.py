@@ -12,7 +12,7 @@ from irscope.harvester import harvest
 from irscope.model import Kernel, KernelReport
 from irscope.report import Report
 from irscope.resources import read_resources
-from irscope.targets import infer_target
+from irscope.targets import infer_ir_options, infer_target
 
 
 def scan(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None) -> Report:
@@ -30,9 +30,16 @@ def scan(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None) -
 
 
 def analyze_kernel(kernel: Kernel, problems=()) -> KernelReport:
+    # A TRITON_KERNEL_DUMP directory (or a broken json) leaves these to the IR itself.
     if kernel.target is None:
         inferred = infer_target(kernel)
         if inferred is not None:
             kernel = replace(kernel, target=inferred.value)
+    if kernel.options.num_warps is None or kernel.triton_version is None:
+        warps, version = infer_ir_options(kernel)
+        if kernel.options.num_warps is None and warps is not None:
+            kernel = replace(kernel, options=replace(kernel.options, num_warps=warps))
+        if kernel.triton_version is None and version is not None:
+            kernel = replace(kernel, triton_version=version)
     resources, more = read_resources(kernel, kernel.target)
     return KernelReport(kernel=kernel, resources=resources, problems=tuple(problems) + tuple(more))

@@ -1,4 +1,4 @@
-"""The compile target of a kernel whose metadata json is missing or broken.
+"""The compile target (and num_warps) of a kernel whose metadata json is missing or broken.
 
 TRITON_KERNEL_DUMP directories hold IR only, so the target is read from the IR:
 - TTIR/TTGIR module attributes: `ttg.target = "hip:gfx942"` (3.3+) or
@@ -17,6 +17,8 @@ from irscope.parsers.metadata import normalize_arch
 
 _MLIR_TARGET = re.compile(r'(?:ttg|triton_gpu)\.target"?\s*=\s*"(?P<backend>hip|cuda):(?P<arch>\w+)"')
 _MLIR_WARP = re.compile(r'(?:ttg|triton_gpu)\.threads-per-warp"?\s*=\s*(?P<n>\d+)')
+# "ttg.num-warps" = 4 : i32   ("triton_gpu.num-warps" before 3.3)
+_MLIR_NUM_WARPS = re.compile(r'"?(?P<dialect>ttg|triton_gpu)\.num-warps"?\s*=\s*(?P<n>\d+)')
 _AMDGCN_TARGET = re.compile(r'^\s*\.amdgcn_target\s+"[^"]*-(?P<arch>gfx\w+?)(?::[^"]*)?"', re.M)
 _PTX_TARGET = re.compile(r"^\s*\.target\s+sm_(?P<arch>\d+)", re.M)
 
@@ -65,3 +67,26 @@ def _default_warp(backend: str, arch: str) -> int:
     if backend == "hip" and re.match(r"gfx1[0-9]{3}", arch):
         return 32
     return _DEFAULT_WARP[backend]
+
+
+def infer_ir_options(kernel: Kernel) -> tuple[Fact[int] | None, Fact[str] | None]:
+    """num_warps and a Triton version range from the TTGIR module attributes.
+
+    The dialect prefix tells the version range: `triton_gpu.` before 3.3, `ttg.` from 3.3.
+    """
+    artifact = kernel.artifact("ttgir")
+    if artifact is None:
+        return None, None
+    try:
+        with open(artifact.path, "rb") as f:
+            head = f.read(_HEAD_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return None, None
+    m = _MLIR_NUM_WARPS.search(head)
+    if m is None:
+        return None, None
+    line = head.count("\n", 0, m.start()) + 1
+    warps = Fact(int(m["n"]), Origin(artifact.path, line, f"{m['dialect']}.num-warps"))
+    version = Fact("<3.3" if m["dialect"] == "triton_gpu" else ">=3.3",
+                   Origin(artifact.path, line, f"dialect prefix {m['dialect']}."))
+    return warps, version

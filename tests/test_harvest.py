@@ -56,6 +56,9 @@ def test_kernel_dump_directory_has_ir_and_target():
         assert k.artifact("json") is None and k.artifact("ttgir") is not None
         assert k.target is not None, "target read from the IR when there is no json"
         assert k.target.backend in ("hip", "cuda")
+        assert k.options.num_warps.value == 4 and k.options.num_warps.origin.detail == "ttg.num-warps"
+        assert k.triton_version.value == ">=3.3"  # the ttg. dialect of the 3.6 dump
+        assert r.resources is not None
 
 
 def test_inductor_style_cache(manifest, tmp_path):
