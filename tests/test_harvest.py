@@ -179,3 +179,16 @@ def test_default_cache_dir_follows_triton(monkeypatch, tmp_path):
     monkeypatch.delenv("TRITON_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert default_cache_dir() == tmp_path / "home" / ".triton" / "cache"
+
+
+def test_launcher_only_directory_is_skipped(manifest, tmp_path):
+    # Triton 3.4-3.6 keep compiled launchers in hash directories of their own. The file's
+    # bytes do not matter to the harvest (it never opens a .so); an empty one stands in.
+    src = _one(manifest, "caches/triton-3.6", fixture="add", target_arch="sm_90")
+    copy_tree(src, tmp_path / "c" / src.name)
+    launcher = tmp_path / "c" / "XU5DT2AO5BD5AEHEYGLPP5LRDFHHCUEJT4LGDVLB4STXUGVGHFPA"
+    launcher.mkdir()
+    (launcher / "cuda_utils.cpython-311-x86_64-linux-gnu.so").write_bytes(b"")
+    result = harvest(tmp_path / "c")
+    assert [Path(k.directory).name for k in result.kernels] == [src.name]
+    assert [(s.path, s.reason) for s in result.skipped] == [(str(launcher), "launcher modules only (.so)")]
