@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from datetime import datetime, timezone
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from irscope import __version__
 from irscope.harvester import harvest
-from irscope.model import Kernel, KernelReport
+from irscope.model import Kernel, KernelReport, Problem
 from irscope.report import Report
 from irscope.resources import read_resources
 from irscope.targets import infer_ir_options, infer_target
@@ -29,7 +29,7 @@ def scan(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None) -
     )
 
 
-def analyze_kernel(kernel: Kernel, problems=()) -> KernelReport:
+def analyze_kernel(kernel: Kernel, problems: Sequence[Problem] = ()) -> KernelReport:
     # A TRITON_KERNEL_DUMP directory (or a broken json) leaves these to the IR itself.
     if kernel.target is None:
         inferred = infer_target(kernel)

@@ -7,46 +7,47 @@ NVIDIA: the `.cubin` (registers, local memory, static shared) and the `.ptx`
 
 from __future__ import annotations
 
-from irscope.model import Kernel, NvidiaResources, Problem, Resources, Target
+from typing import Callable, TypeVar
+
+from irscope.model import AmdResources, Artifact, Kernel, NvidiaResources, Problem, Resources, Target
 from irscope.parsers.amdgcn_resources import parse_amd_resources
 from irscope.parsers.cubin import parse_cubin
 from irscope.parsers.errors import ArtifactError, decode_text
 from irscope.parsers.ptx_directives import parse_ptx_directives
 
+T = TypeVar("T")
+
 
 def read_resources(kernel: Kernel, target: Target | None) -> tuple[Resources | None, list[Problem]]:
     backend = target.backend if target else _backend_from_artifacts(kernel)
     problems: list[Problem] = []
+
+    def read(stage: str, parse: Callable[[bytes, str], T]) -> T | None:
+        artifact = kernel.artifact(stage)
+        if artifact is None:
+            return None
+        return _parse(artifact, parse, problems)
+
     if backend == "hip":
-        asm = kernel.artifact("amdgcn")
-        if asm is None:
-            return None, problems
-        try:
-            text = decode_text(asm.read_bytes(), asm.path)
-            return parse_amd_resources(text, asm.path, kernel.name), problems
-        except ArtifactError as exc:
-            problems.append(Problem(exc.path, exc.message, exc.line))
-        except OSError as exc:
-            problems.append(Problem(asm.path, f"cannot read: {exc.strerror}"))
-        return None, problems
+        amd: AmdResources | None = read(
+            "amdgcn", lambda data, path: parse_amd_resources(decode_text(data, path), path, kernel.name))
+        return amd, problems
     if backend == "cuda":
-        facts: dict = {}
-        for stage in ("ptx", "cubin"):
-            artifact = kernel.artifact(stage)
-            if artifact is None:
-                continue
-            try:
-                data = artifact.read_bytes()
-                if stage == "ptx":
-                    facts.update(parse_ptx_directives(decode_text(data, artifact.path), artifact.path))
-                else:
-                    facts.update(parse_cubin(data, artifact.path, kernel.name))
-            except ArtifactError as exc:
-                problems.append(Problem(exc.path, exc.message, exc.line))
-            except OSError as exc:
-                problems.append(Problem(artifact.path, f"cannot read: {exc.strerror}"))
+        facts = {}
+        facts.update(read("ptx", lambda data, path: parse_ptx_directives(decode_text(data, path), path)) or {})
+        facts.update(read("cubin", lambda data, path: parse_cubin(data, path, kernel.name)) or {})
         return (NvidiaResources(**facts) if facts else None), problems
     return None, problems
+
+
+def _parse(artifact: Artifact, parse: Callable[[bytes, str], T], problems: list[Problem]) -> T | None:
+    try:
+        return parse(artifact.read_bytes(), artifact.path)
+    except ArtifactError as exc:
+        problems.append(Problem(exc.path, exc.message, exc.line))
+    except OSError as exc:  # removed or replaced since the harvest listed it
+        problems.append(Problem(artifact.path, f"cannot read: {exc.strerror}"))
+    return None
 
 
 def _backend_from_artifacts(kernel: Kernel) -> str | None:
