@@ -54,7 +54,8 @@ def from_data(tp: Any, data: Any) -> Any:
         if not isinstance(data, dict):
             raise ValueError(f"expected an object for {base.__name__}, found {type(data).__name__}")
         hints = _hints(base)
-        params = dict(zip(getattr(base, "__parameters__", ()), typing.get_args(tp)))
+        # A bare generic (`Fact`, not `Fact[int]`) has no args: its TypeVars stay unbound.
+        params = dict(zip(getattr(base, "__parameters__", ()), typing.get_args(tp), strict=False))
         kwargs = {}
         for f in dataclasses.fields(base):
             if f.name in data:

@@ -137,7 +137,7 @@ def test_json_of_binary_junk_reports_that_kernel_only(manifest, tmp_path):
 
     broken = scan(cache)
     assert len(broken.kernels) == len(clean.kernels)
-    for before, after in zip(clean.kernels, broken.kernels):
+    for before, after in zip(clean.kernels, broken.kernels, strict=True):
         if after.kernel.directory == victim.kernel.directory:
             (problem,) = after.problems
             assert problem.path == str(meta) and problem.line == 1

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, kernel_dirs
+from conftest import kernel_dirs
 
 from irscope.parsers.amdgcn_resources import parse_amd_resources
 from irscope.parsers.cubin import parse_cubin

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import fields, is_dataclass
-from pathlib import Path
 
 import pytest
 
