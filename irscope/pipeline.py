@@ -12,7 +12,7 @@ from irscope.harvester import harvest
 from irscope.model import Kernel, KernelReport, Problem
 from irscope.report import Report
 from irscope.resources import read_resources
-from irscope.targets import infer_ir_options, infer_target
+from irscope.targets import infer_from_ir
 
 
 def scan(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None) -> Report:
@@ -31,15 +31,13 @@ def scan(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None) -
 
 def analyze_kernel(kernel: Kernel, problems: Sequence[Problem] = ()) -> KernelReport:
     # A TRITON_KERNEL_DUMP directory (or a broken json) leaves these to the IR itself.
-    if kernel.target is None:
-        inferred = infer_target(kernel)
-        if inferred is not None:
-            kernel = replace(kernel, target=inferred.value)
-    if kernel.options.num_warps is None or kernel.triton_version is None:
-        warps, version = infer_ir_options(kernel)
-        if kernel.options.num_warps is None and warps is not None:
-            kernel = replace(kernel, options=replace(kernel.options, num_warps=warps))
-        if kernel.triton_version is None and version is not None:
-            kernel = replace(kernel, triton_version=version)
+    if kernel.target is None or kernel.options.num_warps is None or kernel.triton_version is None:
+        ir = infer_from_ir(kernel)
+        if kernel.target is None and ir.target is not None:
+            kernel = replace(kernel, target=ir.target.value)
+        if kernel.options.num_warps is None and ir.num_warps is not None:
+            kernel = replace(kernel, options=replace(kernel.options, num_warps=ir.num_warps))
+        if kernel.triton_version is None and ir.triton_version is not None:
+            kernel = replace(kernel, triton_version=ir.triton_version)
     resources, more = read_resources(kernel, kernel.target)
     return KernelReport(kernel=kernel, resources=resources, problems=tuple(problems) + tuple(more))

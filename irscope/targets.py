@@ -11,6 +11,7 @@ TRITON_KERNEL_DUMP directories hold IR only, so the target is read from the IR:
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from irscope.model import Fact, Kernel, Origin, Target
 from irscope.parsers.metadata import normalize_arch
@@ -27,24 +28,49 @@ _DEFAULT_WARP = {"hip": 64, "cuda": 32}
 _HEAD_BYTES = 1 << 16  # module attributes and asm headers sit near the top
 
 
-def infer_target(kernel: Kernel) -> Fact[Target] | None:
-    for stage in ("ttgir", "ttir", "amdgcn", "ptx"):
-        artifact = kernel.artifact(stage)
-        if artifact is None:
-            continue
-        try:
-            with open(artifact.path, "rb") as f:
-                # .amdgcn_target may sit anywhere in the asm; MLIR and PTX say it up top.
-                data = f.read() if stage == "amdgcn" else f.read(_HEAD_BYTES)
-        except OSError:
-            continue
-        head = data.decode("utf-8", "replace")
-        found = _target_in(stage, head)
+@dataclass(frozen=True)
+class IrFacts:
+    target: Fact[Target] | None = None
+    num_warps: Fact[int] | None = None
+    triton_version: Fact[str] | None = None  # a range, from the dialect prefix
+
+
+def infer_from_ir(kernel: Kernel) -> IrFacts:
+    """Target, num_warps and a version range read from the IR; each file is read once.
+
+    The TTGIR's dialect prefix tells the version range: `triton_gpu.` before 3.3, `ttg.` from 3.3.
+    """
+    heads = {stage: _head(kernel, stage) for stage in ("ttgir", "ttir", "amdgcn", "ptx")}
+    target = None
+    for stage, (path, head) in heads.items():
+        found = _target_in(stage, head) if head is not None else None
         if found is not None:
-            target, pos = found
-            line = head.count("\n", 0, pos) + 1
-            return Fact(target, Origin(artifact.path, line, f"{stage} target"))
-    return None
+            value, pos = found
+            target = Fact(value, Origin(path, head.count("\n", 0, pos) + 1, f"{stage} target"))
+            break
+    path, head = heads["ttgir"]
+    m = _MLIR_NUM_WARPS.search(head) if head is not None else None
+    if m is None:
+        return IrFacts(target)
+    line = head.count("\n", 0, m.start()) + 1
+    return IrFacts(
+        target,
+        Fact(int(m["n"]), Origin(path, line, f"{m['dialect']}.num-warps")),
+        Fact("<3.3" if m["dialect"] == "triton_gpu" else ">=3.3", Origin(path, line, f"dialect prefix {m['dialect']}.")),
+    )
+
+
+def _head(kernel: Kernel, stage: str) -> tuple[str | None, str | None]:
+    """(path, text) of a stage: the first 64 KiB, or all of an .amdgcn (.amdgcn_target may sit anywhere)."""
+    artifact = kernel.artifact(stage)
+    if artifact is None:
+        return None, None
+    try:
+        with open(artifact.path, "rb") as f:
+            data = f.read() if stage == "amdgcn" else f.read(_HEAD_BYTES)
+    except OSError:
+        return artifact.path, None
+    return artifact.path, data.decode("utf-8", "replace")
 
 
 def _target_in(stage: str, text: str) -> tuple[Target, int] | None:
@@ -68,25 +94,3 @@ def _default_warp(backend: str, arch: str) -> int:
         return 32
     return _DEFAULT_WARP[backend]
 
-
-def infer_ir_options(kernel: Kernel) -> tuple[Fact[int] | None, Fact[str] | None]:
-    """num_warps and a Triton version range from the TTGIR module attributes.
-
-    The dialect prefix tells the version range: `triton_gpu.` before 3.3, `ttg.` from 3.3.
-    """
-    artifact = kernel.artifact("ttgir")
-    if artifact is None:
-        return None, None
-    try:
-        with open(artifact.path, "rb") as f:
-            head = f.read(_HEAD_BYTES).decode("utf-8", "replace")
-    except OSError:
-        return None, None
-    m = _MLIR_NUM_WARPS.search(head)
-    if m is None:
-        return None, None
-    line = head.count("\n", 0, m.start()) + 1
-    warps = Fact(int(m["n"]), Origin(artifact.path, line, f"{m['dialect']}.num-warps"))
-    version = Fact("<3.3" if m["dialect"] == "triton_gpu" else ">=3.3",
-                   Origin(artifact.path, line, f"dialect prefix {m['dialect']}."))
-    return warps, version
