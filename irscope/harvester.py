@@ -169,7 +169,8 @@ class _Collector:
                 problems.append(Problem(str(meta_path), f"cannot read: {exc.strerror}"))
             else:
                 kernel_name = meta.name or name
-                hash_, target, version, options, raw = meta.hash, meta.target, meta.triton_version, meta.options, meta.raw
+                hash_, target, version = meta.hash, meta.target, meta.triton_version
+                options, raw = meta.options, meta.raw
         if version is None and layout != "kernel-dump":
             version = _version_from_dirname(directory)
         complete = not in_progress and (has_grp or layout != "triton-cache")

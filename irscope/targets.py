@@ -56,7 +56,8 @@ def infer_from_ir(kernel: Kernel) -> IrFacts:
     return IrFacts(
         target,
         Fact(int(m["n"]), Origin(path, line, f"{m['dialect']}.num-warps")),
-        Fact("<3.3" if m["dialect"] == "triton_gpu" else ">=3.3", Origin(path, line, f"dialect prefix {m['dialect']}.")),
+        Fact("<3.3" if m["dialect"] == "triton_gpu" else ">=3.3",
+             Origin(path, line, f"dialect prefix {m['dialect']}.")),
     )
 
 

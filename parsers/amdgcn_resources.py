@@ -108,4 +108,5 @@ def _as_int(fact: Fact[str], path: str) -> Fact[int]:
     try:
         return Fact(int(fact.value, 0), fact.origin)
     except ValueError:
-        raise ArtifactError(path, f"{fact.origin.detail} is not an integer: {fact.value!r:.40}", fact.origin.line) from None
+        message = f"{fact.origin.detail} is not an integer: {fact.value!r:.40}"
+        raise ArtifactError(path, message, fact.origin.line) from None

@@ -62,3 +62,5 @@ def test_wheel_holds_every_package(tmp_path):
     for package in _packages_on_disk():
         assert package.replace(".", "/") + "/__init__.py" in names, package
     assert not any(n.startswith(("parsers/", "rules/", "tui/", "tests/", "fixtures/")) for n in names)
+    for grammar in (REPO / "parsers").glob("*.lark"):  # package data: the parsers open them at run time
+        assert f"irscope/parsers/{grammar.name}" in names

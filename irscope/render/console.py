@@ -64,7 +64,8 @@ def kernel_table(report: Report) -> Table:
         errors = sum(p.severity == "error" for p in r.problems)
         warnings = len(r.problems) - errors
         status = Text("error", style="bold red") if errors else (
-            Text("incomplete" if not k.complete else "warning", style="yellow") if warnings else Text("ok", style="green"))
+            Text("incomplete" if not k.complete else "warning", style="yellow") if warnings
+            else Text("ok", style="green"))
         table.add_row(
             Text(printable(k.name)),
             Text(printable(k.target.arch) if k.target else "?"),

@@ -1,0 +1,126 @@
+"""The op graph of an MLIR module: SSA def-use edges across regions, as networkx.
+
+Nodes are op indices (`MlirModule.ops[i]`) with the op's name, line, loop depth and
+source location. An edge runs from the op defining a value to each op using it and
+carries the value id and name. Region arguments are connected the way values flow:
+an scf.for's init operand and every `scf.yield` of its body feed the loop-carried
+argument, so a walk follows a buffer or an accumulator around a loop.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Iterable, Optional
+
+import networkx as nx
+
+from irscope.mlir import MlirModule, Op
+
+# Ops that pass a value through unchanged in meaning (region plumbing).
+_YIELD_OPS = frozenset({"scf.yield", "scf.condition"})
+
+
+def op_graph(module: MlirModule) -> nx.MultiDiGraph:
+    graph = nx.MultiDiGraph()
+    for op in module.ops:
+        graph.add_node(op.index, name=op.canonical_name, line=op.line, loop_depth=op.loop_depth,
+                       location=op.location)
+    for op in module.ops:
+        for vid in op.operands:
+            value = module.values[vid]
+            if value.kind == "result":
+                graph.add_edge(value.owner, op.index, key=vid, value=value.name)
+            elif value.kind == "argument" and value.owner >= 0:
+                graph.add_edge(value.owner, op.index, key=vid, value=value.name, argument=True)
+    return graph
+
+
+class ValueFlow:
+    """Where a value comes from through region plumbing (loop-carried args, yields, ifs)."""
+
+    def __init__(self, module: MlirModule) -> None:
+        self.module = module
+        self._arg_slot: dict[int, tuple[int, int, int]] = {}  # arg id -> (owner op, region, position)
+        for op in module.ops:
+            for r, region in enumerate(op.regions):
+                if region.blocks:
+                    for pos, vid in enumerate(region.blocks[0].arguments):
+                        self._arg_slot[vid] = (op.index, r, pos)
+
+    def _terminators(self, op: Op, region: int = 0) -> list[Op]:
+        out = []
+        if region < len(op.regions):
+            for block in op.regions[region].blocks:
+                if block.ops and self.module.ops[block.ops[-1]].canonical_name in _YIELD_OPS:
+                    out.append(self.module.ops[block.ops[-1]])
+        return out
+
+    def sources(self, vid: int) -> list[int]:
+        """The value ids that `vid` may be a copy of, one step back (empty for a real def)."""
+        value = self.module.values[vid]
+        if value.kind == "argument" and vid in self._arg_slot:
+            owner_idx, region, pos = self._arg_slot[vid]
+            owner = self.module.ops[owner_idx]
+            if owner.canonical_name == "scf.for" and region == 0 and pos >= 1:
+                i = pos - 1
+                out = [owner.operands[3 + i]] if len(owner.operands) > 3 + i else []
+                out += [y.operands[i] for y in self._terminators(owner) if len(y.operands) > i]
+                return out
+            if owner.canonical_name == "scf.while" and region == 0 and pos < len(owner.operands):
+                return [owner.operands[pos]]
+            return []
+        if value.kind == "result":
+            owner = self.module.ops[value.owner]
+            if owner.canonical_name in ("scf.for", "scf.if", "scf.while"):
+                pos = owner.results.index(vid)
+                regions = range(len(owner.regions)) if owner.canonical_name == "scf.if" else [0]
+                out = [y.operands[pos] for r in regions for y in self._terminators(owner, r) if len(y.operands) > pos]
+                if owner.canonical_name == "scf.for" and len(owner.operands) > 3 + pos:
+                    out.append(owner.operands[3 + pos])
+                return out
+        return []
+
+    def origins(self, vid: int, through: Iterable[str] = ()) -> frozenset[int]:
+        """Ops that define `vid`, following region plumbing and the named pass-through ops.
+
+        `through` names ops whose first operand is the same thing seen differently
+        (`ttg.memdesc_index` of a buffer is still that buffer).
+        """
+        passthrough = frozenset(through)
+        return _origins(self, vid, passthrough)
+
+    def defining(self, vid: int) -> Optional[Op]:
+        value = self.module.values[vid]
+        return self.module.ops[value.owner] if value.kind == "result" else None
+
+
+def _origins(flow: ValueFlow, vid: int, passthrough: frozenset[str]) -> frozenset[int]:
+    seen: set[int] = set()
+    found: set[int] = set()
+    stack = [vid]
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        back = flow.sources(current)
+        if back:
+            stack.extend(back)
+            continue
+        op = flow.defining(current)
+        if op is None:
+            continue
+        if op.canonical_name in passthrough and op.operands:
+            stack.append(op.operands[0])
+        else:
+            found.add(op.index)
+    return frozenset(found)
+
+
+@lru_cache(maxsize=8)
+def _cached_flow(module: MlirModule) -> ValueFlow:
+    return ValueFlow(module)
+
+
+def value_flow(module: MlirModule) -> ValueFlow:
+    return _cached_flow(module)

@@ -1,0 +1,220 @@
+"""Attribute values, types and locations from the token tree, with aliases resolved.
+
+    {tt.divisibility = 16 : i32}            -> {"tt.divisibility": 16}
+    [[0, 1], [1, 0]]  array<i32: 1, 0>      -> ((0, 1), (1, 0))   (1, 0)
+    #ttg.blocked<{sizePerThread = [1, 8], ...}>  -> an irscope.layouts Layout
+    tensor<128x64x!tt.ptr<f16>, #blocked>   -> TensorType(shape, PointerType(f16), Layout)
+    loc(callsite(#loc3 at #loc44))          -> Location(frames=(standard.py:129, k.py:25))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from lark import Token
+
+from irscope.ir_types import MemDescType, OtherType, PointerType, ScalarType, TensorType
+from irscope.mlir import Location, SourceFrame
+from irscope.model import Problem
+
+from .mlir_syntax import is_tok, split_commas
+from .mlir_tree import Group, LocNode, Param, span
+
+# Dialects whose attributes are layout encodings (irscope.layouts builds them).
+_LAYOUT_DIALECTS = ("ttg.", "triton_gpu.", "ttng.", "triton_nvidia_gpu.")
+_MEMDESC_HEADS = ("!ttg.memdesc", "!tt.memdesc", "!triton_gpu.memdesc")
+
+
+@dataclass(frozen=True)
+class RawAttribute:
+    """An attribute irscope keeps as written: `dense<0.0>`, `#amdgpu.OpIdx<0>`."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class AttributeReader:
+    def __init__(self, text: str, alias_items: Callable[[str], Optional[list]], problems: list[Problem],
+                 path: str) -> None:
+        self.text = text
+        self.alias_items = alias_items
+        self.problems = problems
+        self.path = path
+        self._aliases: dict[str, object] = {}
+        self._resolving: set[str] = set()
+        self._types: dict[str, object] = {}
+        self._layouts: dict[str, object] = {}
+
+    def source(self, items: list) -> str:
+        start, _ = span(items[0])
+        _, end = span(items[-1])
+        return self.text[start:end]
+
+    # -- aliases ----------------------------------------------------------------------
+    def alias_value(self, name: str) -> object:
+        if name in self._aliases:
+            return self._aliases[name]
+        items = self.alias_items(name)
+        if items is None or name in self._resolving:
+            if name in self._resolving:
+                self.problems.append(Problem(self.path, f"alias {name} refers to itself", None, "warning"))
+            return RawAttribute(name)
+        self._resolving.add(name)
+        try:
+            if len(items) == 1 and isinstance(items[0], LocNode):
+                value = self.location(items[0])
+            elif name.startswith("!"):
+                value = self.type_of(items)
+            else:
+                value = self.value_of(items)
+        finally:
+            self._resolving.discard(name)
+        self._aliases[name] = value
+        return value
+
+    # -- attribute values --------------------------------------------------------------
+    def value_of(self, items: list) -> object:
+        if not items:
+            return True  # a unit attribute: `{tt.divisibility}`, `allow_reorder`
+        first = items[0]
+        if isinstance(first, Token):
+            kind = first.type
+            if kind == "INT":
+                return int(first)
+            if kind == "FLOAT":
+                return float(first)
+            if kind == "HEX":
+                return int(first, 16)
+            if kind == "STRING":
+                return first.value[1:-1]
+            if kind == "BARE_ID" and len(items) == 1:
+                return {"true": True, "false": False}.get(first.value, first.value)
+            if kind == "ATTR_REF" and len(items) == 1:
+                return self.alias_value(first.value)
+        elif isinstance(first, Group):
+            if first.kind == "[":
+                return tuple(self.value_of(part) for part in split_commas(first.items) if part)
+            if first.kind == "{":
+                return self.dict_of(first)
+        elif isinstance(first, Param):
+            if first.head == "array":  # array<i32: 1, 0>
+                after = first.items[2:] if len(first.items) > 1 and is_tok(first.items[1], "COLON") else []
+                return tuple(self.value_of(part) for part in split_commas(after) if part)
+            if first.head.startswith("#"):
+                return self.dialect_attribute(first)
+        elif isinstance(first, LocNode):
+            return self.location(first)
+        return RawAttribute(self.source(items))
+
+    def dict_of(self, group: Group) -> dict:
+        out = {}
+        for entry in split_commas(group.items):
+            if not entry:
+                continue
+            key = entry[0]
+            name = key.value[1:-1] if is_tok(key, "STRING") else getattr(key, "value", self.source([key]))
+            has_value = len(entry) > 1 and is_tok(entry[1], "EQUAL")
+            out[name] = self.value_of(entry[2:]) if has_value else True
+        return out
+
+    def dialect_attribute(self, param: Param) -> object:
+        raw = self.text[param.start:param.end]
+        name = param.head[1:]
+        if not name.startswith(_LAYOUT_DIALECTS):
+            return RawAttribute(raw)
+        if raw in self._layouts:
+            return self._layouts[raw]
+        from irscope.layouts import build_layout
+
+        body = param.items
+        params = self.dict_of(body[0]) if len(body) == 1 and isinstance(body[0], Group) and body[0].kind == "{" \
+            else None
+        layout = build_layout(name, params, raw)
+        self._layouts[raw] = layout
+        return layout
+
+    # -- types -------------------------------------------------------------------------
+    def type_of(self, items: list) -> object:
+        if not items:
+            return None
+        key = self.source(items)
+        if key not in self._types:
+            self._types[key] = self._read_type(items, key)
+        return self._types[key]
+
+    def _read_type(self, items: list, text: str) -> object:
+        first = items[0]
+        if len(items) == 1 and is_tok(first, "BARE_ID"):
+            return ScalarType(first.value)
+        if len(items) == 1 and is_tok(first, "TYPE_REF"):
+            return self.alias_value(first.value) if self.alias_items(first.value) else OtherType(first.value)
+        if isinstance(first, Param):
+            if first.head == "tensor":
+                shape, element, encoding = self._shaped(first.items)
+                return TensorType(shape, element, encoding[0], encoding[1]) if element is not None \
+                    else OtherType(text)
+            if first.head in ("!tt.ptr",):
+                parts = split_commas(first.items)
+                space = int(parts[1][0]) if len(parts) > 1 and parts[1] and is_tok(parts[1][0], "INT") else 1
+                return PointerType(self.type_of(parts[0]) if parts else None, space)
+            if first.head in _MEMDESC_HEADS:
+                return self._memdesc(first.items, text)
+        if isinstance(first, Group) and first.kind == "<":  # `-> <128x64xf16, #shared, mutable>`
+            return self._memdesc(first.items, text)
+        return OtherType(text)
+
+    def _shaped(self, items: list) -> tuple[tuple, object, tuple]:
+        parts = split_commas(items)
+        if not parts or not parts[0]:
+            return (), None, (None, None)
+        head = parts[0]
+        shape: tuple = ()
+        if is_tok(head[0], "DIMS"):
+            shape = tuple(None if d == "?" else int(d) for d in head[0].value[:-1].split("x"))
+            head = head[1:]
+        element = self.type_of(head)
+        encoding = (None, None)
+        if len(parts) > 1 and parts[1]:
+            enc_items = parts[1]
+            encoding = (self.value_of(enc_items), self.source(enc_items))
+        return shape, element, encoding
+
+    def _memdesc(self, items: list, text: str) -> object:
+        shape, element, encoding = self._shaped(items)
+        if element is None:
+            return OtherType(text)
+        space, mutable, alloc = None, False, ()
+        for part in split_commas(items)[2:]:
+            word = self.source(part) if part else ""
+            if word == "mutable":
+                mutable = True
+            elif word.startswith("#"):
+                value = self.value_of(part)
+                space = getattr(value, "name", None) or word
+            elif word[:1].isdigit():
+                alloc = tuple(int(d) for d in word.replace(" ", "").split("x") if d.isdigit())
+        return MemDescType(shape, element, encoding[0], space, mutable, alloc, encoding[1])
+
+    # -- locations ---------------------------------------------------------------------
+    def location(self, node: LocNode) -> Location:
+        kind, args = node.kind, node.args
+        if kind == "file":
+            return Location((SourceFrame(*args),))
+        if kind == "ref":
+            value = self.alias_value(args[0])
+            return value if isinstance(value, Location) else Location()
+        if kind == "name":
+            name, inner = args
+            inner_loc = self.location(inner) if inner is not None else Location()
+            return Location(inner_loc.frames, (name, *inner_loc.names))
+        if kind == "callsite":
+            callee, caller = self.location(args[0]), self.location(args[1])
+            return Location(callee.frames + caller.frames, caller.names + callee.names)
+        if kind == "fused":
+            parts = [self.location(p) for p in args]
+            frames = next((p.frames for p in parts if p.frames), ())
+            return Location(frames, tuple(n for p in parts for n in p.names))
+        return Location()

@@ -1,0 +1,262 @@
+"""Turn the MLIR token tree into the model: ops, values, types, layouts, locations.
+
+Aliases (`#blocked = ...`, `#loc3 = loc(...)`) are collected from the whole file first
+and resolved on demand, so an alias may be used before, or defined after, the module
+and may refer to aliases defined later. SSA names are resolved per function once the
+function is read, so a use that textually precedes its definition (a graph region, a
+branch back to an earlier block) still finds it.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from lark import Token
+
+from irscope.ir_types import ASYNC_TOKEN, IrType, MemDescType, OtherType, PointerType, ScalarType, TensorType, \
+    with_element
+from irscope.mlir import Block, Location, MlirModule, Op, Region, SourceFrame, Value, canonical_op_name
+from irscope.model import Fact, Origin, Problem
+
+from .mlir_attributes import AttributeReader, RawAttribute
+from .mlir_syntax import (FIRST_TYPE_RESULT, I1_RESULT, IMPLICIT_RESULT, LAST_TYPE_RESULT, POINTEE_RESULT,
+                          REPEATED_RESULT, TOKEN_ONLY_PREFIXES, TOKEN_RESULT, HeaderDef, is_tok, read_op, split_commas)
+from .mlir_tree import Group, LocNode, Param, RegionNode, Statement
+
+_FUNCTION_OPS = frozenset({"tt.func", "llvm.func", "func.func"})
+_LOOP_OPS = frozenset({"scf.for", "scf.while"})
+_MODULE_ATTRS = ("num-warps", "threads-per-warp", "num-ctas", "target", "shared")
+
+
+class _PendingOp:
+    """An op being built: ids are known, operand names resolve when its function ends."""
+
+    __slots__ = ("index", "name", "results", "operand_names", "attributes", "regions", "line", "location",
+                 "parent", "loop_depth", "structured", "text", "scope")
+
+    def freeze(self, operands: tuple[int, ...]) -> Op:
+        return Op(self.index, self.name, tuple(self.results), operands, self.attributes, tuple(self.regions),
+                  self.line, self.location, self.parent, self.loop_depth, self.structured, self.text)
+
+
+class ModuleBuilder:
+    def __init__(self, text: str, path: str) -> None:
+        self.text = text
+        self.path = path
+        self.ops: list[_PendingOp] = []
+        self.values: list[Value] = []
+        self.problems: list[Problem] = []
+        # SSA names are unique within a function (MLIR's IsolatedFromAbove), so one table
+        # per function resolves every use, wherever in the function it is.
+        self.scope_tables: list[dict[str, int]] = [{}]  # 0: outside any function
+        self.scope_stack: list[int] = [0]
+        self.attrs = AttributeReader(text, self._alias_items, self.problems, path)
+
+    # -- aliases ---------------------------------------------------------------------
+    def collect_aliases(self, statements: list[Statement]) -> list[Statement]:
+        self.alias_defs: dict[str, list] = {}
+        rest = []
+        for st in statements:
+            items = st.items
+            if len(items) >= 3 and is_tok(items[0], "ATTR_REF", "TYPE_REF") and is_tok(items[1], "EQUAL"):
+                self.alias_defs[items[0].value] = items[2:]
+            else:
+                rest.append(st)
+        return rest
+
+    def _alias_items(self, name: str) -> Optional[list]:
+        return self.alias_defs.get(name)
+
+    # -- values ----------------------------------------------------------------------
+    def _new_value(self, name: str, ty, owner: int, kind: str, line: int) -> int:
+        vid = len(self.values)
+        self.values.append(Value(vid, name, ty, owner, kind, line))
+        self.scope_tables[self.scope_stack[-1]].setdefault(name, vid)
+        return vid
+
+    def _lookup(self, name: str, scope: int) -> Optional[int]:
+        for table in (self.scope_tables[scope], self.scope_tables[0]):
+            vid = table.get(name)
+            if vid is None and name.endswith("#0"):  # `%r#0` names the single result `%r` too
+                vid = table.get(name[:-2])
+            if vid is not None:
+                return vid
+        return None
+
+    def _type_of_name(self, name: str):
+        vid = self._lookup(name, self.scope_stack[-1])
+        return None if vid is None else self.values[vid].type
+
+    # -- statements --------------------------------------------------------------------
+    def build_block_list(self, statements: list, parent: Optional[int], loop_depth: int,
+                         entry_defs: list[HeaderDef]) -> Region:
+        blocks: list[Block] = []
+        label, args, ops = None, self._declare_args(entry_defs, parent), []
+        for st in statements:
+            items = st.items
+            if items and is_tok(items[0], "BLOCK_ID") and is_tok(items[-1], "COLON"):
+                if label is not None or args or ops:
+                    blocks.append(Block(label, tuple(args), tuple(ops)))
+                label, args, ops = items[0].value, self._block_label_args(items, parent), []
+                continue
+            index = self.build_op(st, parent, loop_depth)
+            if index is not None:
+                ops.append(index)
+        blocks.append(Block(label, tuple(args), tuple(ops)))
+        return Region(tuple(blocks))
+
+    def _block_label_args(self, items: list, parent: Optional[int]) -> list[int]:
+        defs = []
+        if len(items) > 2 and isinstance(items[1], Group):
+            for part in split_commas(items[1].items):
+                if part and is_tok(part[0], "VALUE"):
+                    types = [x for x in part[2:] if not isinstance(x, LocNode)]
+                    defs.append(HeaderDef(part[0].value, part[0].line, types))
+        return self._declare_args(defs, parent)
+
+    def _declare_args(self, defs: list[HeaderDef], owner: Optional[int]) -> list[int]:
+        ids = []
+        for d in defs:
+            if d.type_items:
+                ty = self.attrs.type_of(d.type_items)
+            elif d.init:
+                ty = self._type_of_name(d.init)
+            else:
+                ty = None
+            ids.append(self._new_value(d.name, ty, -1 if owner is None else owner, "argument", d.line))
+        return ids
+
+    def build_op(self, st: Statement, parent: Optional[int], loop_depth: int) -> Optional[int]:
+        syntax = read_op(st.items, canonical_op_name)
+        if syntax is None:
+            self.problems.append(Problem(self.path, "line is not an op, block label or alias; skipped", st.line,
+                                         "warning"))
+            return None
+        canonical = canonical_op_name(syntax.name)
+        op = _PendingOp()
+        op.index = len(self.ops)
+        self.ops.append(op)
+        op.name, op.line, op.parent, op.loop_depth = syntax.name, st.line, parent, loop_depth
+        op.location = self.attrs.location(syntax.location) if syntax.location else None
+        op.text = self.text[st.start: syntax.header_end or st.end].rstrip(" {\n")
+        op.operand_names = syntax.operands
+        op.scope = self.scope_stack[-1]
+        op.attributes = self._attributes(syntax, canonical)
+        result_types, op.structured = self._result_types(syntax, canonical)
+        op.results = []
+        flat_names = [name if count == 1 else f"{name}#{i}" for name, count in syntax.results for i in range(count)]
+        for name, ty in zip(flat_names, result_types):
+            op.results.append(self._new_value(name, ty, op.index, "result", st.line))
+        if canonical == "scf.for" and syntax.header_defs and syntax.header_defs[0]:
+            first = syntax.header_defs[0][0]
+            if first.init is None and syntax.induction_type_items:
+                first.type_items = syntax.induction_type_items
+        inner_depth = loop_depth + (canonical in _LOOP_OPS)
+        isolated = canonical in _FUNCTION_OPS
+        if isolated:
+            self.scope_tables.append({})
+            self.scope_stack.append(len(self.scope_tables) - 1)
+            arg_attrs = [self.attrs.dict_of(d.attributes) if d.attributes else {}
+                         for defs in syntax.header_defs[:1] for d in defs]
+            if arg_attrs:
+                op.attributes = {**op.attributes, "arg_attrs": tuple(arg_attrs)}
+        op.regions = [self.build_block_list(region.statements, op.index, inner_depth, defs)
+                      for region, defs in zip(syntax.regions, syntax.header_defs)]
+        if isolated:
+            self.scope_stack.pop()
+        return op.index
+
+    def _attributes(self, syntax, canonical: str) -> dict:
+        attrs: dict = {}
+        for group in syntax.attr_groups:
+            attrs.update(self.attrs.dict_of(group))
+        for key, items in syntax.inline_attrs:
+            attrs[key] = self.attrs.value_of(items)
+        if syntax.keywords:
+            attrs["keywords"] = tuple(syntax.keywords)
+        return attrs
+
+    def _result_types(self, syntax, canonical: str) -> tuple[list, bool]:
+        count = sum(n for _, n in syntax.results)
+        if count == 0:
+            return [], True
+        if canonical in TOKEN_RESULT or canonical.startswith(TOKEN_ONLY_PREFIXES):
+            return [ASYNC_TOKEN] * count, True
+        written = [self.attrs.type_of(items) for items in (syntax.result_type_items or [])]
+        if not written and canonical.endswith("wait"):  # `%w = amdg.async_tdm_wait %0 {num = 0 : i32}`
+            return [ASYNC_TOKEN] * count, True
+        if canonical in REPEATED_RESULT and len(written) == 1:
+            return written * count, True
+        if count == len(written) + 1 and canonical.startswith("ttng.tmem_"):
+            return written + [ASYNC_TOKEN], True  # `%v, %tok = ttng.tmem_load %t[%dep] : ... -> tensor<...>`
+        if canonical in IMPLICIT_RESULT and not written:
+            return [ScalarType(IMPLICIT_RESULT[canonical])] * count, True
+        if canonical == "arith.constant" and not written and "keywords" in self._attributes(syntax, canonical):
+            return [ScalarType("i1")] * count, True  # `%true = arith.constant true`
+        if canonical == "tt.make_tensor_descriptor" and syntax.result_type_items:
+            # `: <f16>, <128x64xf16>`: the printer drops `!tt.ptr` and `!tt.tensordesc`
+            return [OtherType("!tt.tensordesc" + self.attrs.source(syntax.result_type_items[-1]))], True
+        if canonical in POINTEE_RESULT and len(written) == 1:
+            return [_pointee(written[0])], True
+        if canonical in I1_RESULT and len(written) == 1:
+            return [with_element(written[0], ScalarType("i1"))], True
+        if len(written) == count:
+            return written, True
+        if count == 1 and written:
+            if canonical in FIRST_TYPE_RESULT:
+                return [written[0]], True
+            if canonical in LAST_TYPE_RESULT:
+                return [written[-1]], True
+        return [None] * count, False
+
+    # -- the whole file ----------------------------------------------------------------
+    def build(self, statements: list[Statement]) -> MlirModule:
+        top = self.collect_aliases(statements)
+        self.build_block_list(top, None, 0, [])
+        ops = tuple(self._freeze(op) for op in self.ops)
+        module_attrs = self._module_attributes(ops)
+        aliases = {name: self.attrs.alias_value(name) for name in self.alias_defs}
+        return MlirModule(self.path, ops, tuple(self.values), aliases, tuple(self.problems),
+                          self.text.count("\n") + 1, module_attrs)
+
+    def _freeze(self, op: _PendingOp) -> Op:
+        ids = []
+        for name in op.operand_names:
+            vid = self._lookup(name, op.scope)
+            if vid is None:
+                self.scope_stack.append(op.scope)
+                vid = self._new_value(name, None, op.index, "undefined", op.line)
+                self.scope_stack.pop()
+                self.problems.append(Problem(self.path, f"{name} is used but never defined", op.line, "warning"))
+            ids.append(vid)
+        return op.freeze(tuple(ids))
+
+    def _module_attributes(self, ops: tuple[Op, ...]) -> dict[str, Fact]:
+        found: dict[str, Fact] = {}
+        for op in ops:
+            if op.name not in ("module", "builtin.module"):
+                continue
+            for key, value in op.attributes.items():
+                short = key.rpartition(".")[2] if isinstance(key, str) else key
+                if short in _MODULE_ATTRS and short not in found:
+                    found[short] = Fact(value, Origin(self.path, op.line, key))
+            break
+        return found
+
+
+def _pointee(ty):
+    if isinstance(ty, TensorType) and isinstance(ty.element, PointerType):
+        return with_element(ty, ty.element.pointee)
+    if isinstance(ty, PointerType):
+        return ty.pointee  # a scalar load, or a block pointer `!tt.ptr<tensor<...>>`
+    return None
+
+
+def build_module(statements: list[Statement], text: str, path: str, problems: list[Problem]) -> MlirModule:
+    builder = ModuleBuilder(text, path)
+    builder.problems.extend(problems)
+    return builder.build(statements)
+
+
+__all__ = ["build_module", "RawAttribute", "IrType", "MemDescType", "OtherType", "Location", "SourceFrame", "Param",
+           "RegionNode", "Token"]
