@@ -87,7 +87,9 @@ class _Facts:
     """The two layouts and what their linear layouts say, computed once and on demand."""
 
     def __init__(self, src: Layout, dst: Layout, shape: tuple[int, ...], element_type: str | None) -> None:
-        self.src, self.dst, self.shape, self.element_type = src, dst, shape, element_type
+        self.src, self.dst, self.shape = src, dst, shape
+        # A type irscope cannot read ("None", "index") counts as not known.
+        self.element_type = element_type if _element_bits(element_type) is not None else None
 
     @cached_property
     def src_ll(self) -> LinearLayout | None:
@@ -335,7 +337,7 @@ def _both_wgmma_one_column(a: Layout, b: Layout) -> bool:
 
 def _mma_to_mma_30(f: _Facts) -> Conversion | None:
     if _both_wgmma_one_column(f.src, f.dst):
-        return Conversion("registers", "Hopper MMA to MMA with one warp column is a register shortcut in Triton 3.0-3.1.")
+        return Conversion("registers", "Hopper MMA to MMA with one warp column is a register shortcut (3.0-3.1).")
     return None
 
 

@@ -285,9 +285,9 @@ class UnknownLayout(Layout):
     known: ClassVar[bool] = False
 
     name: str  # type: ignore[misc]  # a field here, a class constant in the known layouts
-    raw: str
+    params: Mapping[str, object] | None = field(compare=False, hash=False, repr=False)  # as parsed
+    raw: str  # the attribute text; identifies the layout
     reason: str = "irscope does not model this encoding"
-    params: Mapping[str, object] | None = field(default=None, compare=False, hash=False, repr=False)
 
     def summary(self) -> str:
         return f"{self.name}?"
@@ -306,13 +306,13 @@ def build_layout(name: str, params: Mapping[str, object] | None, raw: str) -> La
     dialect, _, mnemonic = name.rpartition(".")
     builder = BUILDERS.get(mnemonic) if dialect in DIALECTS else None
     if builder is None:
-        return UnknownLayout(name, raw, "irscope does not model this encoding", params)
+        return UnknownLayout(name, params, raw)
     try:
         return builder(dict(params) if isinstance(params, Mapping) else None, raw)
     except BadParams as e:
-        return UnknownLayout(name, raw, str(e), params)
+        return UnknownLayout(name, params, raw, str(e))
     except Exception as e:  # noqa: BLE001  # a builder bug must not stop a scan: keep the text
-        return UnknownLayout(name, raw, f"could not read the parameters ({type(e).__name__}: {e})", params)
+        return UnknownLayout(name, params, raw, f"could not read the parameters ({type(e).__name__}: {e})")
 
 
 def _csv(values: Ints | None) -> str:

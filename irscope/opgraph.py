@@ -1,10 +1,13 @@
 """The op graph of an MLIR module: SSA def-use edges across regions, as networkx.
 
 Nodes are op indices (`MlirModule.ops[i]`) with the op's name, line, loop depth and
-source location. An edge runs from the op defining a value to each op using it and
-carries the value id and name. Region arguments are connected the way values flow:
-an scf.for's init operand and every `scf.yield` of its body feed the loop-carried
-argument, so a walk follows a buffer or an accumulator around a loop.
+source location. An edge runs from the op defining a value to each op using it, keyed
+by operand position, with the value id and name; a region argument (a loop variable,
+a function argument) is defined by the op that owns the region.
+
+`ValueFlow` follows values through region plumbing: an scf.for's loop-carried argument
+is its init operand or whatever the body yields, so a walk from a `local_load` inside a
+pipelined loop reaches the `local_alloc` of its buffer.
 """
 
 from __future__ import annotations
@@ -26,12 +29,11 @@ def op_graph(module: MlirModule) -> nx.MultiDiGraph:
         graph.add_node(op.index, name=op.canonical_name, line=op.line, loop_depth=op.loop_depth,
                        location=op.location)
     for op in module.ops:
-        for vid in op.operands:
+        for position, vid in enumerate(op.operands):  # keyed by operand position: `muli %x, %x` is two uses
             value = module.values[vid]
-            if value.kind == "result":
-                graph.add_edge(value.owner, op.index, key=vid, value=value.name)
-            elif value.kind == "argument" and value.owner >= 0:
-                graph.add_edge(value.owner, op.index, key=vid, value=value.name, argument=True)
+            if value.kind in ("result", "argument") and value.owner >= 0:
+                graph.add_edge(value.owner, op.index, key=position, value_id=vid, value=value.name,
+                               argument=value.kind == "argument")
     return graph
 
 

@@ -159,3 +159,14 @@ def test_python_lines_list_the_kernel_lines_with_their_ops():
         for i in pl.ops:
             assert f.module.ops[i].location.outermost.line == pl.line or pl.line in \
                 {fr.line for fr in f.module.ops[i].location.frames}
+
+
+def test_python_lines_of_a_harvested_kernel_read_its_ttgir():
+    import irscope
+
+    base, entry = _path("3.6", "gfx942", "trans_dot")
+    (kernel,) = irscope.harvest([base.parent]).kernels
+    from_kernel = python_lines(kernel)
+    from_module = python_lines(facts("3.6", "gfx942", "trans_dot").module)
+    assert [(p.line, p.op_names) for p in from_kernel] == [(p.line, p.op_names) for p in from_module]
+    assert from_kernel[0].file == "/tmp/irscope-fixtures/kernels/trans_dot.py"

@@ -431,6 +431,7 @@ def test_mfma_to_operand_shortcut_depends_on_version_and_type():
     assert classify_conversion(mma, dot, (128, 64), "3.0", "f16").kind == "registers"
     assert classify_conversion(mma, dot, (128, 64), "3.0", "f32").kind == "shared_memory"
     assert classify_conversion(mma, dot, (128, 64), "3.0", None).kind == "unknown"
+    assert classify_conversion(mma, dot, (128, 64), "3.0", "None").kind == "unknown"
     assert classify_conversion(mma, dot, (128, 64), "3.2", "f16").kind == "registers"
     assert classify_conversion(mma, dot, (128, 64), "3.2", "f32").kind == "noop"
     assert classify_conversion(mma, dot, (128, 64), "3.6.0", "f32").kind == "noop"
