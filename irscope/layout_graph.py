@@ -214,24 +214,9 @@ class LayoutFacts:
         return value_flow(self.module).origins(vid, BUFFER_VIEWS)
 
     def _views_between(self, vid: int) -> tuple[str, ...]:
-        """Buffer views (e.g. memdesc_trans) on the way from a read back to its buffer."""
-        seen, views, stack = set(), [], [vid]
-        flow = value_flow(self.module)
-        while stack:
-            current = stack.pop()
-            if current in seen:
-                continue
-            seen.add(current)
-            back = flow.sources(current)
-            if back:
-                stack.extend(back)
-                continue
-            op = flow.defining(current)
-            if op is not None and op.canonical_name in BUFFER_VIEWS and op.operands:
-                if op.canonical_name not in ("ttg.memdesc_index", "ttg.memdesc_subview"):
-                    views.append(op.canonical_name)
-                stack.append(op.operands[0])
-        return tuple(sorted(set(views)))
+        """Buffer views that change how a buffer is read (e.g. memdesc_trans), between a read and its buffer."""
+        crossed = value_flow(self.module).crossed(vid, BUFFER_VIEWS)
+        return tuple(v for v in crossed if v not in ("ttg.memdesc_index", "ttg.memdesc_subview"))
 
     def _round_trips(self) -> list[RoundTrip]:
         module = self.module

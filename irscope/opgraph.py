@@ -88,17 +88,22 @@ class ValueFlow:
         `through` names ops whose first operand is the same thing seen differently
         (`ttg.memdesc_index` of a buffer is still that buffer).
         """
-        passthrough = frozenset(through)
-        return _origins(self, vid, passthrough)
+        return _walk(self, vid, frozenset(through))[0]
+
+    def crossed(self, vid: int, through: Iterable[str]) -> tuple[str, ...]:
+        """Which of the `through` ops lie between `vid` and its origins (e.g. a memdesc_trans)."""
+        return _walk(self, vid, frozenset(through))[1]
 
     def defining(self, vid: int) -> Optional[Op]:
         value = self.module.values[vid]
         return self.module.ops[value.owner] if value.kind == "result" else None
 
 
-def _origins(flow: ValueFlow, vid: int, passthrough: frozenset[str]) -> frozenset[int]:
+def _walk(flow: ValueFlow, vid: int, passthrough: frozenset[str]) -> tuple[frozenset[int], tuple[str, ...]]:
+    """The defining ops behind `vid`, and the names of the pass-through ops crossed."""
     seen: set[int] = set()
     found: set[int] = set()
+    crossed: set[str] = set()
     stack = [vid]
     while stack:
         current = stack.pop()
@@ -113,10 +118,11 @@ def _origins(flow: ValueFlow, vid: int, passthrough: frozenset[str]) -> frozense
         if op is None:
             continue
         if op.canonical_name in passthrough and op.operands:
+            crossed.add(op.canonical_name)
             stack.append(op.operands[0])
         else:
             found.add(op.index)
-    return frozenset(found)
+    return frozenset(found), tuple(sorted(crossed))
 
 
 @lru_cache(maxsize=8)

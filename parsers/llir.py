@@ -58,11 +58,12 @@ _STORE_OPERANDS = re.compile(
 #  fadd ptr addrspace(1) %121, float %122 syncscope("agent") monotonic, align 4   (after `atomicrmw`;
 #  `cmpxchg` has no operation word: `cmpxchg ptr %p, i32 %old, i32 %new acq_rel monotonic`)
 _ATOMIC_OPERANDS = re.compile(
-    rf"[ \t]+(?:weak[ \t]+)?(?:volatile[ \t]+)?(?:(?P<op>[a-z_]+)[ \t]+)?{_PTR}[ \t]+[^,\n]+,[ \t]*(?P<type>{_TYPE})[ \t]")
+    rf"[ \t]+(?:weak[ \t]+)?(?:volatile[ \t]+)?(?:(?P<op>[a-z_]+)[ \t]+)?"
+    rf"{_PTR}[ \t]+[^,\n]+,[ \t]*(?P<type>{_TYPE})[ \t]")
 # , align 16
 _ALIGN = re.compile(r",[ \t]*align[ \t]+(?P<n>\d+)")
 #  i32 @llvm.amdgcn.workgroup.id.x(), !dbg !7          (after `call`)
-#  { i32, i32, i32, i32 } asm sideeffect "mov.u32 $0, 0x0;\0A\09...ld.global.v4.b32 { $0, $1, $2, $3 }, [ $4 + 0 ];", "=r,..."(...)
+#  { i32, i32, i32, i32 } asm sideeffect "mov.u32 $0, 0x0;\0A\09...ld.global.v4.b32 { $0, $1, $2, $3 }, [ $4 + 0 ];", "=r,..."(...)  # noqa: E501
 _CALLEE = re.compile(r'(?P<ret>[^@"\n]*?)(?:@(?P<name>[-\w.$]+)\((?P<args>[^\n]*)|\basm\b[^"\n]*"(?P<asm>[^"\n]*)")')
 # <8 x half>    (the last type before the callee: `tail call noundef <8 x half> @llvm...`)
 _RETURN_TYPE = re.compile(rf"(?:{_TYPE})[ \t]*$")
@@ -206,9 +207,9 @@ def parse_llir(text: str, path: str) -> LlvmModule:
         problems.append(Problem(path, "no function definitions (`define`) in the file", None, "warning"))
     reader.report()
     if debug.missing:
-        problems.append(Problem(path, f"{len(debug.missing)} `!dbg` reference(s) do not lead to a DILocation in the "
-                                      f"file (first: !{min(debug.missing)}; truncated?); their source lines are unknown",
-                                None, "warning"))
+        message = (f"{len(debug.missing)} `!dbg` reference(s) do not lead to a DILocation in the file "
+                   f"(first: !{min(debug.missing)}; truncated?); their source lines are unknown")
+        problems.append(Problem(path, message, None, "warning"))
     return LlvmModule(path, backend, triple["triple"] if triple else None, tuple(functions), tuple(problems))
 
 
@@ -303,7 +304,7 @@ class _BodyReader:
                         alignment=int(align["n"]) if align else None)
 
     def _intrinsic_memory(self, name: str, callee: re.Match, line: int, where) -> MemoryOp | None:
-        for prefix, kind, value_at in _MEMORY_INTRINSICS:
+        for prefix, kind, value_at in _MEMORY_INTRINSICS:  # noqa: B007 (used after the break)
             if name.startswith(prefix):
                 break
         else:
