@@ -10,7 +10,7 @@ syntax does not say is recorded as an unstructured op, not an exception.
 
 from __future__ import annotations
 
-from functools import lru_cache
+import threading
 from typing import Iterator
 
 from lark import Lark, Token, Transformer
@@ -173,13 +173,19 @@ class _TreeBuilder(Transformer):
         return LocNode("unknown", (), tok.start_pos, tok.end_pos, tok.line)
 
 
-@lru_cache(maxsize=1)
+_per_thread = threading.local()
+
+
 def _parser() -> tuple[Lark, MlirPostLexer]:
-    postlex = MlirPostLexer()
-    lark = Lark.open("mlir.lark", rel_to=__file__, parser="lalr", lexer="basic",
-                     transformer=_TreeBuilder(), postlex=postlex, maybe_placeholders=False,
-                     propagate_positions=False)
-    return lark, postlex
+    """One parser per thread: the post-lexer keeps the repairs of the parse in progress."""
+    built = getattr(_per_thread, "parser", None)
+    if built is None:
+        postlex = MlirPostLexer()
+        lark = Lark.open("mlir.lark", rel_to=__file__, parser="lalr", lexer="basic",
+                         transformer=_TreeBuilder(), postlex=postlex, maybe_placeholders=False,
+                         propagate_positions=False)
+        built = _per_thread.parser = (lark, postlex)
+    return built
 
 
 def parse_statements(text: str, path: str) -> tuple[list[Statement], list[Problem]]:

@@ -196,3 +196,24 @@ def test_mlir_dump_sections_parse(tmp_path):
             assert module.unstructured(CORE_DIALECTS) == [], dump.name
         # `ttg.shared` / `triton_gpu.shared` appears once LDS is allocated, before LLVM lowering
         assert any(m.module_attribute("shared") is not None for m in modules)
+
+
+def test_parses_in_threads_keep_their_own_repairs():
+    # The TUI parses in worker threads: one thread's truncated file must not report into another's.
+    import threading
+
+    _, path = _one("3.6", "gfx942", "gemm_aligned")
+    text = path.read_text()
+    results: dict = {}
+
+    def parse(name: str, body: str) -> None:
+        results[name] = [parse_mlir(body, name).problems for _ in range(5)]
+
+    threads = [threading.Thread(target=parse, args=(f"{kind}{i}", text if kind == "full" else text[: len(text) // 3]))
+               for i in range(3) for kind in ("full", "cut")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(problems == () for name, runs in results.items() if name.startswith("full") for problems in runs)
+    assert all(problems for name, runs in results.items() if name.startswith("cut") for problems in runs)
