@@ -180,7 +180,8 @@ class ModuleBuilder:
         count = sum(n for _, n in syntax.results)
         if count == 0:
             return [], True
-        if canonical in TOKEN_RESULT or canonical.startswith(TOKEN_ONLY_PREFIXES):
+        if canonical in TOKEN_RESULT or canonical.startswith(TOKEN_ONLY_PREFIXES) \
+                or "copy_global_to_local" in canonical:  # async copies into LDS return a token
             return [ASYNC_TOKEN] * count, True
         written = [self.attrs.type_of(items) for items in (syntax.result_type_items or [])]
         if not written and canonical.endswith("wait"):  # `%w = amdg.async_tdm_wait %0 {num = 0 : i32}`

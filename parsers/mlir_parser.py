@@ -24,7 +24,7 @@ from .mlir_tree import Group, LocNode, Param, RegionNode, Statement, span
 _CLOSER = {"LPAR": "RPAR", "LSQB": "RSQB", "LANGLE": "RANGLE", "PARAM_OPEN": "RANGLE",
            "LBRACE": "RBRACE", "LOC_OPEN": "RPAR", "CALLSITE_OPEN": "RPAR"}
 _CONTINUES_AT_LINE_END = frozenset({"COLON", "COMMA", "ARROW", "EQUAL", "STAR"})
-_CONTINUES_FROM_LINE_START = frozenset({"COLON", "ARROW", "LBRACE"})
+_CONTINUES_FROM_LINE_START = frozenset({"COLON", "ARROW", "LBRACE", "STAR"})
 _TEXT = {"RPAR": ")", "RSQB": "]", "RANGLE": ">", "RBRACE": "}", "REGION_CLOSE": "}"}
 
 
@@ -41,6 +41,7 @@ class MlirPostLexer(PostLex):
 
     def __init__(self) -> None:
         self.problems: list[tuple[int, str]] = []
+        self.join_lines = True  # off for the retry when a wrapped-line guess went wrong
 
     def process(self, stream: Iterator[Token]) -> Iterator[Token]:
         self.problems = []
@@ -61,16 +62,23 @@ class MlirPostLexer(PostLex):
                     stack.append(("RBRACE", pending_brace))
                     yield pending_brace
                 pending_brace = None
+            if held_newline is not None and kind == "_NL":
+                continue  # blank or comment-only lines between a wrapped op's lines
             if held_newline is not None:
-                # A line that starts with `:`, `->` or `{` continues the op above (hand-written
-                # lit tests wrap long ops); so does one after a line ending in `:` `,` `->` `=`.
-                if kind not in _CONTINUES_FROM_LINE_START:
+                # A line that starts with `:`, `->`, `*`, `{` or a keyword (`iter_args`, `default`,
+                # `partition0`: never an op name, which has a dialect prefix) continues the op
+                # above; so does one after a line ending in `:` `,` `->` `=`. Triton prints
+                # warp_specialize's regions that way, and hand-written lit tests wrap long ops.
+                joins = self.join_lines and last is not None and last.type != "REGION_OPEN" and (
+                    kind in _CONTINUES_FROM_LINE_START or (kind == "BARE_ID" and _is_keyword(tok.value)))
+                if not joins:
                     last = held_newline
                     yield held_newline
                 held_newline = None
             if kind == "_NL":
                 if (not stack or stack[-1][0] == "REGION_CLOSE") and last is not None and last.type != "_NL" \
-                        and (last.type not in _CONTINUES_AT_LINE_END or head == "BLOCK_ID"):  # `^bb0(...):`
+                        and (not self.join_lines or last.type not in _CONTINUES_AT_LINE_END
+                             or head == "BLOCK_ID"):  # `^bb0(...):` ends a block label
                     held_newline = tok
                 continue
             if last is None or last.type in ("_NL", "REGION_OPEN"):
@@ -109,6 +117,10 @@ class MlirPostLexer(PostLex):
                 yield Token.new_borrow_pos("_NL", "\n", last)
             last = Token.new_borrow_pos(closer, _TEXT[closer], last or opener)
             yield last
+
+
+def _is_keyword(word: str) -> bool:
+    return "." not in word and word not in ("module", "func")
 
 
 def _group(kind: str):
@@ -194,10 +206,16 @@ def parse_statements(text: str, path: str) -> tuple[list[Statement], list[Proble
 
     lark, postlex = _parser()
     try:
-        statements = lark.parse(text)
+        try:
+            statements = lark.parse(text)
+        except UnexpectedInput:  # a wrapped-line guess joined what it should not: read lines as printed
+            postlex.join_lines = False
+            statements = lark.parse(text)
     except UnexpectedInput as exc:  # the grammar accepts any balanced input; keep the promise anyway
         line = getattr(exc, "line", None)
         return [], [Problem(path, f"MLIR text could not be parsed: {str(exc).splitlines()[0]}", line)]
+    finally:
+        postlex.join_lines = True
     problems = [Problem(path, message, line, "warning") for line, message in postlex.problems]
     return statements, problems
 

@@ -227,14 +227,26 @@ def _top_level_index(body: list, kind: str, last: bool = False) -> int:
 def _read_signature(syntax: OpSyntax, body: list, name: str) -> None:
     arrow = _top_level_index(body, "ARROW")
     colon = _top_level_index(body, "COLON", last=True)
+    if arrow < 0 and colon < 0 and syntax.regions:
+        # `ttg.warp_specialize(%a) default {...} partition0(...) {...} : (i32) -> i64`
+        tail = [i for i, item in enumerate(body) if isinstance(item, RegionNode)][-1] + 1
+        if _top_level_index(body[tail:], "COLON") >= 0:
+            body = body[tail:]
+            arrow = _top_level_index(body, "ARROW")
+            colon = _top_level_index(body, "COLON", last=True)
     if name == "scf.for" and colon >= 0:
         syntax.induction_type_items = [body[colon + 1]] if colon + 1 < len(body) else None
     if arrow >= 0:  # `: A -> B`, `: (A, B) -> (C, D)`, `iter_args(...) -> (T0, T1) : i32`
         after = body[arrow + 1] if arrow + 1 < len(body) else None
         if isinstance(after, Group) and after.kind == "(":
             syntax.result_type_items = [p for p in split_commas(after.items) if p]
-        else:
-            syntax.result_type_items = [[after]] if after is not None else []
+            return
+        listed = []  # `-> T0, T1` (elementwise_inline_asm), up to `: i32`, an attr dict or a region
+        for item in body[arrow + 1:]:
+            if isinstance(item, RegionNode) or is_tok(item, "COLON") or (isinstance(item, Group) and item.kind == "{"):
+                break
+            listed.append(item)
+        syntax.result_type_items = [p for p in split_commas(listed) if p]
         return
     if colon < 0:
         return
