@@ -121,10 +121,11 @@ class LayoutFacts:
 
     def __init__(self, module: MlirModule, triton_version: Optional[str] = None,
                  user_file: Optional[str] = None) -> None:
-        from irscope.source_map import user_line
+        from irscope.source_map import kernel_file, user_line
 
         self.module = module
         self.triton_version = triton_version
+        user_file = user_file or kernel_file(module)  # once, not per op
         self._user_line = lambda op: user_line(module, op, user_file)
         self.moves: list[Move] = []
         self.conversions: list[Conversion] = []

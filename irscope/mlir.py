@@ -17,6 +17,8 @@ from irscope.model import Fact, Problem
 DIALECT_ALIASES = {"triton_gpu": "ttg", "triton_nvidia_gpu": "ttng", "amdgpu": "amdg"}
 CORE_DIALECTS = frozenset({"tt", "ttg", "ttng", "amdg", "scf", "arith", "math", "cf"})
 LOOP_OPS = frozenset({"scf.for", "scf.while"})
+# Ops whose body is a function: SSA names are scoped to it (IsolatedFromAbove).
+FUNCTION_OPS = frozenset({"tt.func", "llvm.func", "func.func"})
 
 
 def canonical_op_name(name: str) -> str:
@@ -138,7 +140,7 @@ class MlirModule:
         return self.values[value_id]
 
     def functions(self) -> list[Op]:
-        return [op for op in self.ops if op.canonical_name in ("tt.func", "llvm.func", "func.func")]
+        return [op for op in self.ops if op.canonical_name in FUNCTION_OPS]
 
     def ops_named(self, *names: str) -> Iterator[Op]:
         wanted = set(names)

@@ -11,20 +11,15 @@ from __future__ import annotations
 
 from typing import Optional
 
-from lark import Token
-
-from irscope.ir_types import ASYNC_TOKEN, IrType, MemDescType, OtherType, PointerType, ScalarType, TensorType, \
-    with_element
-from irscope.mlir import Block, Location, MlirModule, Op, Region, SourceFrame, Value, canonical_op_name
+from irscope.ir_types import ASYNC_TOKEN, OtherType, PointerType, ScalarType, TensorType, with_element
+from irscope.mlir import FUNCTION_OPS, LOOP_OPS, Block, MlirModule, Op, Region, Value, canonical_op_name
 from irscope.model import Fact, Origin, Problem
 
-from .mlir_attributes import AttributeReader, RawAttribute
+from .mlir_attributes import AttributeReader
 from .mlir_syntax import (FIRST_TYPE_RESULT, I1_RESULT, IMPLICIT_RESULT, LAST_TYPE_RESULT, POINTEE_RESULT,
                           REPEATED_RESULT, TOKEN_ONLY_PREFIXES, TOKEN_RESULT, HeaderDef, is_tok, read_op, split_commas)
-from .mlir_tree import Group, LocNode, Param, RegionNode, Statement
+from .mlir_tree import Group, LocNode, Statement
 
-_FUNCTION_OPS = frozenset({"tt.func", "llvm.func", "func.func"})
-_LOOP_OPS = frozenset({"scf.for", "scf.while"})
 _MODULE_ATTRS = ("num-warps", "threads-per-warp", "num-ctas", "target", "shared")
 
 
@@ -127,7 +122,7 @@ class ModuleBuilder:
         return ids
 
     def build_op(self, st: Statement, parent: Optional[int], loop_depth: int) -> Optional[int]:
-        syntax = read_op(st.items, canonical_op_name)
+        syntax = read_op(st.items)
         if syntax is None:
             self.problems.append(Problem(self.path, "line is not an op, block label or alias; skipped", st.line,
                                          "warning"))
@@ -141,7 +136,7 @@ class ModuleBuilder:
         op.text = self.text[st.start: syntax.header_end or st.end].rstrip(" {\n")
         op.operand_names = syntax.operands
         op.scope = self.scope_stack[-1]
-        op.attributes = self._attributes(syntax, canonical)
+        op.attributes = self._attributes(syntax)
         result_types, op.structured = self._result_types(syntax, canonical)
         op.results = []
         flat_names = [name if count == 1 else f"{name}#{i}" for name, count in syntax.results for i in range(count)]
@@ -151,8 +146,8 @@ class ModuleBuilder:
             first = syntax.header_defs[0][0]
             if first.init is None and syntax.induction_type_items:
                 first.type_items = syntax.induction_type_items
-        inner_depth = loop_depth + (canonical in _LOOP_OPS)
-        isolated = canonical in _FUNCTION_OPS
+        inner_depth = loop_depth + (canonical in LOOP_OPS)
+        isolated = canonical in FUNCTION_OPS
         if isolated:
             self.scope_tables.append({})
             self.scope_stack.append(len(self.scope_tables) - 1)
@@ -166,7 +161,7 @@ class ModuleBuilder:
             self.scope_stack.pop()
         return op.index
 
-    def _attributes(self, syntax, canonical: str) -> dict:
+    def _attributes(self, syntax) -> dict:
         attrs: dict = {}
         for group in syntax.attr_groups:
             attrs.update(self.attrs.dict_of(group))
@@ -192,7 +187,7 @@ class ModuleBuilder:
             return written + [ASYNC_TOKEN], True  # `%v, %tok = ttng.tmem_load %t[%dep] : ... -> tensor<...>`
         if canonical in IMPLICIT_RESULT and not written:
             return [ScalarType(IMPLICIT_RESULT[canonical])] * count, True
-        if canonical == "arith.constant" and not written and "keywords" in self._attributes(syntax, canonical):
+        if canonical == "arith.constant" and not written and syntax.keywords:
             return [ScalarType("i1")] * count, True  # `%true = arith.constant true`
         if canonical == "tt.make_tensor_descriptor" and syntax.result_type_items:
             # `: <f16>, <128x64xf16>`: the printer drops `!tt.ptr` and `!tt.tensordesc`
@@ -259,5 +254,4 @@ def build_module(statements: list[Statement], text: str, path: str, problems: li
     return builder.build(statements)
 
 
-__all__ = ["build_module", "RawAttribute", "IrType", "MemDescType", "OtherType", "Location", "SourceFrame", "Param",
-           "RegionNode", "Token"]
+__all__ = ["build_module"]

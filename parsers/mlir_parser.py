@@ -228,4 +228,4 @@ def parse_mlir(text: str, path: str) -> MlirModule:
     return build_module(statements, text, path, problems)
 
 
-__all__ = ["parse_mlir", "parse_statements", "MlirPostLexer", "RegionNode", "Group", "Param", "LocNode"]
+__all__ = ["parse_mlir", "parse_statements", "MlirPostLexer"]

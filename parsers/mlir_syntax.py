@@ -23,6 +23,8 @@ from typing import Optional
 
 from lark import Token
 
+from irscope.mlir import canonical_op_name
+
 from .mlir_tree import Group, LocNode, RegionNode
 
 # Ops whose result type is not the printed type (the printed one is an operand's).
@@ -104,7 +106,7 @@ def read_results(items: list) -> tuple[list[tuple[str, int]], int]:
     return [], 0
 
 
-def read_op(items: list, canonical) -> Optional[OpSyntax]:
+def read_op(items: list) -> Optional[OpSyntax]:
     """Split an op statement; None when it has no op name (a stray line)."""
     results, i = read_results(items)
     if i >= len(items):
@@ -120,7 +122,7 @@ def read_op(items: list, canonical) -> Optional[OpSyntax]:
     if body and isinstance(body[-1], LocNode):
         syntax.location = body.pop()
     _walk_header(syntax, body)
-    _read_signature(syntax, body, canonical(syntax.name))
+    _read_signature(syntax, body, canonical_op_name(syntax.name))
     return syntax
 
 

@@ -74,6 +74,3 @@ def span(item) -> tuple[int, int]:
         return item.start_pos, item.end_pos
     return item.start, item.end
 
-
-def line_of(item) -> int:
-    return item.line
