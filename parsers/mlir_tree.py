@@ -73,4 +73,3 @@ def span(item) -> tuple[int, int]:
     if isinstance(item, Token):
         return item.start_pos, item.end_pos
     return item.start, item.end
-
