@@ -25,7 +25,8 @@ CALL_FAMILIES: tuple[str, ...] = (
     "ldmatrix",        # llvm.nvvm.ldmatrix.*, inline `ldmatrix`
     "stmatrix",        # llvm.nvvm.stmatrix.*, inline `stmatrix`
     "transpose_load",  # llvm.amdgcn.ds.read.tr*: AMD's transposing LDS read (gfx950)
-    "barrier",         # s.barrier, nvvm barrier0 / barrier.cta / bar.warp.sync, `bar.sync`
+    "barrier",         # s.barrier (gfx12: s.barrier.signal), nvvm barrier0 / barrier.cta / bar.warp.sync, `bar.sync`
+    "barrier_wait",    # gfx12 s.barrier.wait, the second half of a split barrier
     "waitcnt",         # llvm.amdgcn.s.waitcnt and friends: wait for memory counters
     "sched",           # sched.barrier, sched.group.barrier, s.setprio, iglp.opt: scheduling hints
     "async_copy",      # cp.async, amdgcn.global.load.async.lds, buffer.load.lds: memory to shared

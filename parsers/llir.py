@@ -128,6 +128,8 @@ _INTRINSIC_FAMILIES = tuple((re.compile(p), f) for p, f in (
     (r"nvvm\.mma\.", "mma"), (r"nvvm\.wgmma\.mma_async", "wgmma"), (r"nvvm\.wgmma\.", "wgmma_sync"),
     (r"nvvm\.ldmatrix", "ldmatrix"), (r"nvvm\.stmatrix", "stmatrix"),
     (r"amdgcn\.(?:ds|global)\.(?:read|load)\.tr", "transpose_load"),
+    # gfx12 splits a barrier into s.barrier.signal + s.barrier.wait: the signal is the barrier.
+    (r"amdgcn\.s\.barrier\.wait", "barrier_wait"),
     (r"amdgcn\.s\.barrier|nvvm\.barrier|nvvm\.bar\.", "barrier"),
     (r"amdgcn\.s\.wait", "waitcnt"),
     (r"amdgcn\.(?:sched\.|s\.setprio|iglp\.)", "sched"),

@@ -52,8 +52,8 @@ def _kernel(path: Path):
 
 
 def test_the_corpus_is_all_there():
-    assert len(ALL_LLIR) == 118
-    assert sum(1 for e in MANIFEST["kernels"] if "llir" in {f.rsplit(".", 1)[-1] for f in e["files"]}) == 116
+    assert len(ALL_LLIR) == 130
+    assert sum(1 for e in MANIFEST["kernels"] if "llir" in {f.rsplit(".", 1)[-1] for f in e["files"]}) == 128
 
 
 # --- every file --------------------------------------------------------------------------------
@@ -125,8 +125,10 @@ def test_calls_match_a_plain_count(path):
     wgmma = sum(1 for t in call_lines if ' asm sideeffect "wgmma.mma_async' in t)
     assert len(fn.calls_in("wgmma")) == wgmma
     barriers = sum(1 for t in call_lines if "@llvm.amdgcn.s.barrier(" in t or "@llvm.nvvm.barrier" in t
-                   or "@llvm.nvvm.bar.warp.sync" in t)
+                   or "@llvm.nvvm.bar.warp.sync" in t or "@llvm.amdgcn.s.barrier.signal(" in t)
     assert len(fn.calls_in("barrier")) == barriers
+    waits = sum(1 for t in call_lines if "@llvm.amdgcn.s.barrier.wait(" in t)
+    assert len(fn.calls_in("barrier_wait")) == waits
 
 
 @pytest.mark.parametrize("path", ALL_LLIR, ids=lambda p: str(p.relative_to(FIXTURES)))
