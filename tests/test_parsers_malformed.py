@@ -77,3 +77,33 @@ def test_metadata_json_error_has_line_and_column():
     with pytest.raises(ArtifactError) as err:
         parse_metadata(b'{\n "name": "k",\n "num_warps": 4,,\n}', "k.json")
     assert err.value.line == 3 and "column" in err.value.message
+
+
+# ---- the AMDGCN instruction parser ------------------------------------------------------------
+
+@pytest.mark.parametrize("cut", [0.05, 0.3, 0.5, 0.77, 0.95])
+def test_truncated_amdgcn_instruction_stream(manifest, cut):
+    """A file cut anywhere parses what came before the cut and says nothing false."""
+    from irscope.parsers.amdgcn import parse_amdgcn
+
+    path = _artifact(manifest, "amdgcn", fixture="gemm_aligned", target_arch="gfx942")
+    text = path.read_text()
+    whole = parse_amdgcn(text, str(path)).functions[0]
+    program = parse_amdgcn(text[: int(len(text) * cut)], str(path))
+    assert len(program.functions) == 1
+    kept = [i.text for i in program.functions[0].instructions]
+    assert kept and len(kept) <= len(whole.instructions)
+    # All but the last (which the cut may have split) are exactly the whole file's first ones.
+    assert kept[:-1] == [i.text for i in whole.instructions[: len(kept) - 1]]
+
+
+def test_unknown_amdgcn_lines_become_unparsed_nodes():
+    from irscope.parsers.amdgcn import parse_amdgcn, read_metadata
+
+    path = MALFORMED / "malformed_unknown_lines.amdgcn"
+    program = parse_amdgcn(path.read_text(), str(path))
+    assert [i.opcode for i in program.functions[0].instructions] == ["s_load_dwordx2", "s_endpgm"]
+    assert [(u.line, u.in_code) for u in program.unparsed] == [(7, True), (8, True)]
+    with pytest.raises(ArtifactError) as err:
+        read_metadata(program)
+    assert err.value.path == str(path) and err.value.line == 14

@@ -1,0 +1,95 @@
+"""Instruction mix of a kernel: counts by kind, inside loops and outside, and per Python line.
+
+Every count keeps the artifact lines of the instructions it counts, so a number in a
+table can always be traced to the lines that make it up. Memory kinds are split by
+path and width (`global:16B`, `lds:8Bx2` for ds_read2_b64), matrix ops by shape, so the
+diff can show `global_store_short` becoming `global_store_dwordx4` as a row moving from
+`global:2B` to `global:16B`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from irscope.isa import Instruction, IsaFunction, IsaProgram
+from irscope.isa_graph import FunctionGraph
+
+
+@dataclass(frozen=True)
+class MixRow:
+    kind: str
+    detail: str  # "global:16B", "lds:8Bx2", "mfma 32x32x8 f16", or "" when the kind says it all
+    in_loop: bool
+    lines: tuple[int, ...]  # artifact lines of the counted instructions
+
+    @property
+    def count(self) -> int:
+        return len(self.lines)
+
+
+@dataclass(frozen=True)
+class LineMix:
+    """What one Python source line became."""
+
+    file: str
+    line: int
+    counts: tuple[tuple[str, int], ...]  # kind -> count, most first
+    lines: tuple[int, ...]  # artifact lines
+
+
+@dataclass(frozen=True)
+class InstructionMix:
+    path: str
+    isa: str
+    function: str
+    total: int
+    rows: tuple[MixRow, ...]
+    python_lines: tuple[LineMix, ...]
+
+    def count(self, kind: str | None = None, in_loop: bool | None = None, detail: str | None = None) -> int:
+        return sum(r.count for r in self.rows if (kind is None or r.kind == kind)
+                   and (in_loop is None or r.in_loop == in_loop) and (detail is None or r.detail == detail))
+
+    def details(self, kind: str) -> dict[str, int]:
+        """detail -> count for one kind, loops and outside together: {"global:16B": 8, ...}."""
+        out: dict[str, int] = defaultdict(int)
+        for r in self.rows:
+            if r.kind == kind:
+                out[r.detail] += r.count
+        return dict(out)
+
+
+def detail_of(instr: Instruction) -> str:
+    if instr.memory is not None:
+        m = instr.memory
+        width = "?" if m.width_bytes is None else f"{m.width_bytes}B"
+        return f"{m.space}:{width}" + (f"x{m.accesses}" if m.accesses > 1 else "")
+    if instr.matrix is not None:
+        x = instr.matrix
+        return " ".join(p for p in (x.family, x.shape, x.in_type) if p)
+    return ""
+
+
+def instruction_mix(program: IsaProgram, fn: IsaFunction | None = None,
+                    graph: FunctionGraph | None = None) -> InstructionMix:
+    fn = fn or program.function()
+    if fn is None:
+        return InstructionMix(program.path, program.isa, "", 0, (), ())
+    depth = (graph or FunctionGraph(fn)).instruction_depth
+    groups: dict[tuple[str, str, bool], list[int]] = defaultdict(list)
+    per_line: dict[tuple[str, int], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    per_line_lines: dict[tuple[str, int], list[int]] = defaultdict(list)
+    for instr in fn.instructions:
+        groups[(instr.kind, detail_of(instr), depth[instr.index] > 0)].append(instr.line)
+        if instr.source is not None:
+            key = (instr.source.file, instr.source.line)
+            per_line[key][instr.kind] += 1
+            per_line_lines[key].append(instr.line)
+    rows = tuple(MixRow(k, d, loop, tuple(lines)) for (k, d, loop), lines in sorted(groups.items()))
+    python_lines = tuple(
+        LineMix(file, line, tuple(sorted(per_line[(file, line)].items(), key=lambda kv: (-kv[1], kv[0]))),
+                tuple(per_line_lines[(file, line)]))
+        for file, line in sorted(per_line)
+    )
+    return InstructionMix(program.path, program.isa, fn.name, len(fn.instructions), rows, python_lines)
