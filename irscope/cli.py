@@ -42,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     scan.add_argument("paths", nargs="*", metavar="PATH")
     scan.add_argument("--json", metavar="FILE", help="write the report as JSON to FILE ('-' for stdout)")
+    scan.add_argument("--sass", action="store_true",
+                      help="also disassemble each cubin with nvdisasm (Triton's bundled one, TRITON_NVDISASM_PATH, "
+                           "or CUDA's) and count its SASS instructions")
     scan.set_defaults(func=_cmd_scan)
     return parser
 
@@ -59,7 +62,7 @@ def _cmd_scan(args: argparse.Namespace) -> int:
                "(point irscope at the Triton cache the script filled).")
         return EXIT_USAGE
     try:
-        report = scan(args.paths or None)
+        report = scan(args.paths or None, sass=args.sass)
     except HarvestError as exc:
         _error(str(exc))
         return EXIT_USAGE

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Mapping
 
 from irscope.isa import Instruction, IsaFunction, IsaProgram
-from irscope.isa_graph import FunctionGraph
+
+if TYPE_CHECKING:  # networkx is imported only when a mix is computed, not when a report is loaded
+    from irscope.isa_graph import FunctionGraph
 
 
 @dataclass(frozen=True)
@@ -21,11 +24,8 @@ class MixRow:
     kind: str
     detail: str  # "global:16B", "lds:8Bx2", "mfma 32x32x8 f16", or "" when the kind says it all
     in_loop: bool
+    count: int
     lines: tuple[int, ...]  # artifact lines of the counted instructions
-
-    @property
-    def count(self) -> int:
-        return len(self.lines)
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class LineMix:
 
     file: str
     line: int
-    counts: tuple[tuple[str, int], ...]  # kind -> count, most first
+    counts: Mapping[str, int]  # kind -> count, most first
     lines: tuple[int, ...]  # artifact lines
 
 
@@ -44,6 +44,7 @@ class InstructionMix:
     isa: str
     function: str
     total: int
+    loops: int  # natural loops in the function's control flow
     rows: tuple[MixRow, ...]
     python_lines: tuple[LineMix, ...]
 
@@ -73,10 +74,13 @@ def detail_of(instr: Instruction) -> str:
 
 def instruction_mix(program: IsaProgram, fn: IsaFunction | None = None,
                     graph: FunctionGraph | None = None) -> InstructionMix:
+    from irscope.isa_graph import FunctionGraph
+
     fn = fn or program.function()
     if fn is None:
-        return InstructionMix(program.path, program.isa, "", 0, (), ())
-    depth = (graph or FunctionGraph(fn)).instruction_depth
+        return InstructionMix(program.path, program.isa, "", 0, 0, (), ())
+    graph = graph or FunctionGraph(fn)
+    depth = graph.instruction_depth
     groups: dict[tuple[str, str, bool], list[int]] = defaultdict(list)
     per_line: dict[tuple[str, int], dict[str, int]] = defaultdict(lambda: defaultdict(int))
     per_line_lines: dict[tuple[str, int], list[int]] = defaultdict(list)
@@ -86,10 +90,11 @@ def instruction_mix(program: IsaProgram, fn: IsaFunction | None = None,
             key = (instr.source.file, instr.source.line)
             per_line[key][instr.kind] += 1
             per_line_lines[key].append(instr.line)
-    rows = tuple(MixRow(k, d, loop, tuple(lines)) for (k, d, loop), lines in sorted(groups.items()))
+    rows = tuple(MixRow(k, d, loop, len(lines), tuple(lines)) for (k, d, loop), lines in sorted(groups.items()))
     python_lines = tuple(
-        LineMix(file, line, tuple(sorted(per_line[(file, line)].items(), key=lambda kv: (-kv[1], kv[0]))),
+        LineMix(file, line, dict(sorted(per_line[(file, line)].items(), key=lambda kv: (-kv[1], kv[0]))),
                 tuple(per_line_lines[(file, line)]))
         for file, line in sorted(per_line)
     )
-    return InstructionMix(program.path, program.isa, fn.name, len(fn.instructions), rows, python_lines)
+    return InstructionMix(program.path, program.isa, fn.name, len(fn.instructions), len(graph.loops), rows,
+                          python_lines)

@@ -51,7 +51,8 @@ class MemoryAccess:
     """What one memory instruction moves, per lane (AMD) or per thread (NVIDIA).
 
     `space` is the ISA's own name for the path: AMD "global", "buffer", "flat", "scratch",
-    "lds", "smem"; PTX and SASS "global", "shared", "local", "param", "const", "tensor" (TMA).
+    "lds", "smem"; PTX and SASS "global", "shared", "local", "param", "const", "generic",
+    "tensor" (TMA) and "bulk" (cp.async.bulk).
     `width_bytes` is one access; `accesses` is 2 for ds_read2/ds_write2 (two accesses of
     the stated width). None when the width is not in the instruction (TMA bulk copies).
     """
@@ -74,7 +75,8 @@ class Wait:
     AMD: vmcnt, expcnt, lgkmcnt, vscnt (gfx10/11); loadcnt, storecnt, samplecnt, bvhcnt,
     dscnt, kmcnt (gfx12). A counter the instruction does not name is not waited on.
     NVIDIA: async_group (cp.async.wait_group), wgmma_group (wgmma.wait_group), bulk_group,
-    and SASS scoreboards (SB0..SB5, gsb0) from DEPBAR.
+    mbarrier (mbarrier.try_wait, SASS SYNCS...TRYWAIT; value 0), and SASS scoreboards
+    (SB0..SB5, gsb0) from DEPBAR. Source columns are 0 in SASS (nvdisasm prints none).
     """
 
     counters: tuple[tuple[str, int], ...]

@@ -195,7 +195,12 @@ class KernelReport:
     kernel: Kernel
     resources: Resources | None = None
     problems: tuple[Problem, ...] = ()
+    mix: tuple[InstructionMix, ...] = ()  # one per assembly read: AMDGCN, or PTX (and SASS)
 
     @property
     def ok(self) -> bool:
         return not any(p.severity == "error" for p in self.problems)
+
+
+# At the end: the mix's module imports the ISA model, which imports Problem from here.
+from irscope.instruction_mix import InstructionMix  # noqa: E402

@@ -8,17 +8,22 @@ from datetime import datetime, timezone
 from typing import Iterable, Sequence
 
 from irscope import __version__
+from irscope.assembly import read_assembly
 from irscope.harvester import harvest
+from irscope.instruction_mix import instruction_mix
 from irscope.model import Kernel, KernelReport, Problem
 from irscope.report import Report
 from irscope.resources import read_resources
 from irscope.targets import infer_from_ir
 
 
-def scan(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None) -> Report:
-    """Analyze every kernel under `paths` (default: the user's Triton cache)."""
+def scan(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None, sass: bool = False) -> Report:
+    """Analyze every kernel under `paths` (default: the user's Triton cache).
+
+    `sass`: also disassemble each cubin with nvdisasm (irscope/nvtools.py) and count its SASS.
+    """
     found = harvest(paths)
-    kernels = tuple(analyze_kernel(k, found.problems.get(k.key, ())) for k in found.kernels)
+    kernels = tuple(analyze_kernel(k, found.problems.get(k.key, ()), sass) for k in found.kernels)
     return Report(
         irscope_version=__version__,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -29,7 +34,7 @@ def scan(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None) -
     )
 
 
-def analyze_kernel(kernel: Kernel, problems: Sequence[Problem] = ()) -> KernelReport:
+def analyze_kernel(kernel: Kernel, problems: Sequence[Problem] = (), sass: bool = False) -> KernelReport:
     # A TRITON_KERNEL_DUMP directory (or a broken json) leaves these to the IR itself.
     if kernel.target is None or kernel.options.num_warps is None or kernel.triton_version is None:
         ir = infer_from_ir(kernel)
@@ -40,4 +45,7 @@ def analyze_kernel(kernel: Kernel, problems: Sequence[Problem] = ()) -> KernelRe
         if kernel.triton_version is None and ir.triton_version is not None:
             kernel = replace(kernel, triton_version=ir.triton_version)
     resources, more = read_resources(kernel, kernel.target)
-    return KernelReport(kernel=kernel, resources=resources, problems=tuple(problems) + tuple(more))
+    assembly = read_assembly(kernel, sass=sass)
+    mix = tuple(instruction_mix(program) for program in assembly.programs)
+    return KernelReport(kernel=kernel, resources=resources, problems=tuple(problems) + tuple(more)
+                        + assembly.problems, mix=mix)

@@ -11,6 +11,7 @@ import pytest
 from conftest import REPO
 
 from irscope import model
+from irscope.instruction_mix import InstructionMix, LineMix, MixRow
 from irscope.report import SCHEMA_VERSION, Report, ReportError
 
 
@@ -49,6 +50,8 @@ def _model_fields() -> set[tuple[str, str]]:
         if isinstance(obj, type) and is_dataclass(obj) and obj.__module__ == model.__name__:
             out |= {(obj.__name__, f.name) for f in fields(obj)}
     out |= {("Report", f.name) for f in fields(Report)}
+    for cls in (InstructionMix, MixRow, LineMix):  # saved inside KernelReport.mix
+        out |= {(cls.__name__, f.name) for f in fields(cls)}
     return out
 
 

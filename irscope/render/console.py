@@ -44,11 +44,20 @@ def _registers(r: KernelReport) -> tuple[str, str, str, str]:
     return "-", "-", "-", "-"
 
 
+def _instructions(r: KernelReport) -> str:
+    """Instructions of the first assembly read (AMDGCN or PTX), and how many sit in loops."""
+    if not r.mix:
+        return "-"
+    mix = r.mix[0]
+    return f"{mix.total:,} ({mix.count(in_loop=True):,})"
+
+
 def kernel_table(report: Report) -> Table:
     table = Table(title=Text(f"{len(report.kernels)} kernels"), title_justify="left", header_style="bold")
     for name, justify in (("kernel", "left"), ("arch", "left"), ("triton", "left"), ("warps", "right"),
                           ("stages", "right"), ("LDS/smem B", "right"), ("VGPR/regs", "right"),
-                          ("SGPR", "right"), ("spills", "right"), ("scratch B", "right"), ("status", "left")):
+                          ("SGPR", "right"), ("spills", "right"), ("scratch B", "right"), ("instrs (loop)", "right"),
+                          ("status", "left")):
         if name == "kernel":
             table.add_column(name, justify=justify, overflow="fold", min_width=12, ratio=1)
         else:
@@ -71,7 +80,7 @@ def kernel_table(report: Report) -> Table:
             Text(printable(k.target.arch) if k.target else "?"),
             Text(printable(k.triton_version.value) if k.triton_version else "?"),
             _num(_v(opts.num_warps)), _num(_v(opts.num_stages)), _num(_v(opts.shared)),
-            regs, sgpr, spill, scratch, status,
+            regs, sgpr, spill, scratch, _instructions(r), status,
         )
     return table
 

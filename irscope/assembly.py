@@ -1,0 +1,72 @@
+"""A kernel's assembly as instruction graphs: its AMDGCN, or its PTX and (on request) SASS.
+
+AMDGCN and PTX are text Triton writes into the cache. SASS is not: it comes from running
+`nvdisasm` (or `cuobjdump -sass`) on the cubin, found as irscope/nvtools.py describes,
+so it is read only when asked for (`sass=True`). Without the tool irscope still reads
+everything else and reports, as a warning, what it could not read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from irscope.isa import IsaProgram
+from irscope.model import Kernel, Problem
+from irscope.parsers.errors import ArtifactError, decode_text
+
+ISA_STAGES = ("amdgcn", "ptx")
+
+
+@dataclass(frozen=True)
+class Assembly:
+    programs: tuple[IsaProgram, ...]
+    problems: tuple[Problem, ...] = ()
+
+    def program(self, isa: str) -> IsaProgram | None:
+        return next((p for p in self.programs if p.isa == isa), None)
+
+
+def read_assembly(kernel: Kernel, sass: bool = False) -> Assembly:
+    """Parse the kernel's `.amdgcn` / `.ptx` (and its cubin's SASS when `sass`)."""
+    from irscope.parsers.amdgcn import parse_amdgcn
+    from irscope.parsers.ptx import parse_ptx
+
+    parsers = {"amdgcn": parse_amdgcn, "ptx": parse_ptx}
+    programs: list[IsaProgram] = []
+    problems: list[Problem] = []
+    for stage in ISA_STAGES:
+        artifact = kernel.artifact(stage)
+        if artifact is None:
+            continue
+        try:
+            program = parsers[stage](decode_text(artifact.read_bytes(), artifact.path), artifact.path)
+        except ArtifactError as exc:
+            problems.append(Problem(exc.path, exc.message, exc.line))
+            continue
+        except OSError as exc:  # removed or replaced since the harvest listed it
+            problems.append(Problem(artifact.path, f"cannot read: {exc.strerror}"))
+            continue
+        programs.append(program)
+        problems.extend(_unparsed_problems(program))
+    cubin = kernel.artifact("cubin")
+    if sass and cubin is not None:
+        from irscope.nvtools import load_sass
+
+        program, problem = load_sass(cubin.path)
+        if program is not None:
+            programs.append(program)
+            problems.extend(_unparsed_problems(program))
+        if problem is not None:
+            problems.append(problem)
+    return Assembly(tuple(programs), tuple(problems))
+
+
+def _unparsed_problems(program: IsaProgram) -> list[Problem]:
+    """Lines of the instruction stream the parser could not place: counted, first one named."""
+    unparsed = program.unparsed_in_code
+    if not unparsed:
+        return []
+    first = unparsed[0]
+    more = f" (and {len(unparsed) - 1} more)" if len(unparsed) > 1 else ""
+    return [Problem(program.path, f"unrecognized {program.isa} line: {first.text[:80]!r}{more}", first.line,
+                    severity="warning")]

@@ -1,0 +1,586 @@
+"""PTX as Triton 3.0-3.9 writes it (`<kernel>.ptx`), read into the shared ISA model.
+
+One pass over the lines with a small state machine (top level, parameter list, header,
+body, data section), then the blocks. The `.file` table sits after the body, so it is
+read first with one regex over the whole text; every `.loc` then resolves at once.
+Source locations come in three forms:
+- 3.0 and 3.2: `.loc 2 40 22` alone (a helper line in standard.py); the call site is only
+  in `.debug_info` (DW_TAG_inlined_subroutine over a `$L__tmp1`..`$L__tmp2` label range),
+  decoded after the pass;
+- 3.3-3.8: `.loc 2 43 17  // standard.py:43:17 @[ gemm.py:31:27 ]`, the inline chain in
+  the comment, outermost last;
+- 3.9: `.loc 2 43 13, function_name $L__info_string0, inlined_at 1 31 17`; a deeper
+  chain is the call site's own earlier `.loc ... inlined_at`.
+An instruction's SourceLine is the outermost frame (the user's kernel line) with the
+helper frames in `inlined`, innermost first.
+
+Kinds and widths are in docs/isa-nvidia.md. Never raises on odd text: an unknown line in
+a body is an `Unparsed(in_code=True)`; only a file with NUL bytes is an ArtifactError.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from functools import lru_cache
+from typing import NamedTuple
+
+from irscope.isa import (
+    ASYNC_COPY, BARRIER, BRANCH, GLOBAL_ATOMIC, GLOBAL_LOAD, GLOBAL_STORE, LOCAL_LOAD, LOCAL_STORE, MATRIX,
+    OTHER, SCALAR_LOAD, SHARED_ATOMIC, SHARED_LOAD, SHARED_STORE, VECTOR_ALU, WAIT, Instruction, IsaFunction,
+    IsaProgram, MatrixOp, MemoryAccess, Operand, Unparsed, Wait,
+)
+from irscope.llvm_ir import SourceLine
+from irscope.model import Fact, Origin
+from irscope.parsers.errors import ArtifactError
+from irscope.parsers.isa_blocks import BlockBuilder
+from irscope.parsers.ptx_dwarf import DWARF_SECTIONS, inlined_ranges
+
+# 	.file	1 "/tmp/irscope-fixtures/kernels/gemm.py"     (a `"dir" "name"` pair is joined)
+# (no `^` anchor: a literal first word lets the regex engine skip ahead, 15x faster)
+_FILE = re.compile(r'\.file[ \t]+(\d+)[ \t]+"([^"]*)"(?:[ \t]+"([^"]*)")?')
+# .reqntid 128 (3.4+)   .reqntid 128, 1, 1 (3.2-3.3)   .maxntid 128, 1, 1 (3.0)   .maxnreg 128
+_HEADER_DIRECTIVE = re.compile(r"\.(reqntid|maxntid|maxnreg)\s+(\d+(?:\s*,\s*\d+)*)")
+# .visible .entry matmul_kernel(          .func (.param .b32 retval) helper(
+_FUNC = re.compile(r"^(?:\.(?:visible|weak|extern)\s+)*\.(?:entry|func)\s+(?:\([^)]*\)\s*)?([\w$.]+)")
+# .loc	2 43 13, function_name $L__info_string0, inlined_at 1 31 17 // standard.py:43:13
+_LOC = re.compile(r"\.loc\s+(\d+)\s+(\d+)\s+(\d+)(?:,[^/]*?inlined_at\s+(\d+)\s+(\d+)\s+(\d+))?")
+# // standard.py:263:15 @[ standard.py:293:36 @[ spill.py:25:18 ] ]
+_FRAME = re.compile(r"([^\s@\[\]:]+):(\d+):(\d+)")
+# $L__BB0_2:                              // =>This Inner Loop Header: Depth=1
+_LABEL = re.compile(r"([\w$.%]+):(?!:)")
+_DEPTH = re.compile(r"Depth=(\d+)")
+# {%r1, %r2}, [ %rd1 + 0 ], [%rd7, {%r1, %r2}], 0x10: split at top-level commas
+_ARG = re.compile(r"(?:[^,\[{]|\[[^\]]*\]|\{[^}]*\})+")
+# mma.sync.aligned.m16n8k16...   ldmatrix.sync.aligned.m8n8.x4...
+_SHAPE = re.compile(r"^m(\d+)n(\d+)(?:k(\d+))?$")
+_REG = re.compile(r"%([a-z_]+?)(\d+)$")
+
+_TOP, _PARAMS, _HEADER, _BODY, _DATA = range(5)
+
+# Bytes per element of a PTX type modifier (`.v4.b32` is 4 x 4).
+_TYPE_BYTES = {
+    "b8": 1, "u8": 1, "s8": 1, "e4m3": 1, "e5m2": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2,
+    "e4m3x2": 2, "e5m2x2": 2, "b32": 4, "u32": 4, "s32": 4, "f32": 4, "f16x2": 4, "bf16x2": 4, "tf32": 4,
+    "b64": 8, "u64": 8, "s64": 8, "f64": 8, "f32x2": 8, "b128": 16,
+}
+_MATRIX_TYPES = frozenset(_TYPE_BYTES) | {"s4", "u4", "b1", "e2m1", "e3m2", "e2m3", "f8f6f4"}
+_SPACES = {
+    "global": "global", "shared": "shared", "shared::cta": "shared", "shared::cluster": "shared",
+    "local": "local", "param": "param", "param::entry": "param", "param::func": "param", "const": "const",
+}
+_LOAD_KIND = {"global": GLOBAL_LOAD, "generic": GLOBAL_LOAD, "shared": SHARED_LOAD, "local": LOCAL_LOAD,
+              "param": SCALAR_LOAD, "const": SCALAR_LOAD}
+_STORE_KIND = {"global": GLOBAL_STORE, "generic": GLOBAL_STORE, "shared": SHARED_STORE, "local": LOCAL_STORE}
+_ATOMIC_KIND = {"global": GLOBAL_ATOMIC, "generic": GLOBAL_ATOMIC, "shared": SHARED_ATOMIC}
+
+# PTX ISA instruction names (the part before the first dot) that are arithmetic, logic,
+# conversion, moves and lane exchanges: one VALU-like instruction per thread.
+_ALU_ROOTS = frozenset("""
+    abs activemask add addc and bfe bfi bfind bmsk brev clz cnot copysign cos cvt cvta div dp2a dp4a ex2 fma
+    fns getctarank isspacep istypeof lg2 lop3 mad mad24 madc mapa match max min mov movmatrix mul mul24 neg
+    not or popc prmt rcp redux rem rsqrt sad selp set setp shf shfl shl shr sin slct sqrt sub subc szext tanh
+    testp vabsdiff vadd vmad vmax vmin vote vset vshl vshr vsub xor
+""".split())
+# Known PTX instructions that are neither memory, ALU nor control flow: fences, hints,
+# async-group commits, TMA descriptor edits, elect, calls. An unknown name is Unparsed.
+_OTHER_ROOTS = frozenset("""
+    alloca applypriority brkpt call clusterlaunchcontrol createpolicy discard elect fence griddepcontrol
+    membar multimem nanosleep pmevent prefetch prefetchu setmaxnreg stackrestore stacksave suld suq sured
+    sust tcgen05 tensormap tex tld4 txq
+""".split())
+
+
+class _Op(NamedTuple):
+    """What an opcode alone says; operands fill in cp.async widths and wait counts."""
+
+    kind: str
+    memory: MemoryAccess | None = None
+    matrix: MatrixOp | None = None
+    wait: str | None = None  # counter name; the value is the first operand unless wait_value is set
+    wait_value: int | None = None
+    branch: int = 0  # 1: jump to the first operand; 2: jump to unknown targets; 3: return / exit
+    width_arg: int | None = None  # operand index holding cp.async's cp-size
+
+
+def parse_ptx(text: str, path: str) -> IsaProgram:
+    """Every function of a `.ptx` file as instructions and basic blocks, plus its directives."""
+    nul = text.find("\0")
+    if nul >= 0:
+        raise ArtifactError(path, "contains NUL bytes (binary data?)", text.count("\n", 0, nul) + 1)
+    files = {int(m[1]): f"{m[2]}/{m[3]}" if m[3] else m[2] for m in _FILE.finditer(text)}
+    reader = _Reader(path, files)
+    reader.read(text)
+    if not reader.chained and ".debug_info" in reader.debug:
+        reader.apply_dwarf_inlining()
+    target = reader.facts.get("ptx_target")
+    return IsaProgram(
+        isa="ptx", path=path, target=target.value if target else None, functions=tuple(reader.functions),
+        files=files, facts=reader.facts, unparsed=tuple(reader.unparsed),
+    )
+
+
+class _Scope:
+    """An inline-asm `{ }` block: its labels (`waitLoop:`) are local to it."""
+
+    def __init__(self, ident: int) -> None:
+        self.ident = ident
+        self.labels: set[str] = set()
+        self.branches: list[tuple[int, tuple[str, ...], bool]] = []
+
+
+class _Reader:
+    def __init__(self, path: str, files: dict[int, str]) -> None:
+        self.path = path
+        self.files = files
+        # keyed as irscope.parsers.ptx_directives: ptx_version, ptx_target, reqntid (also .maxntid), maxnreg
+        self.facts: dict[str, Fact] = {}
+        by_base: dict[str, list[str]] = {}
+        for p in files.values():
+            by_base.setdefault(p.rsplit("/", 1)[-1], []).append(p)
+        # `gemm.py` in a comment -> the `.file` path, where only one file has that name
+        self.by_base = {b: ps[0] for b, ps in by_base.items() if len(ps) == 1}
+        self.functions: list[IsaFunction] = []
+        self.unparsed: list[Unparsed] = []
+        self.loc_cache: dict[object, SourceLine | None] = {}
+        self.parents: dict[tuple[int, int, int], tuple[int, int, int]] = {}  # 3.9 inlined_at call sites
+        self.chained = False  # some .loc carried its inline chain (3.3+); else DWARF gives it
+        self.debug: dict[str, list[str]] = {}  # .debug_abbrev / .debug_info lines
+        self.label_at: list[dict[str, int]] = []  # per function: every label -> instruction index
+
+    def read(self, text: str) -> None:
+        state = _TOP
+        data_depth, opened = 0, False
+        debug: list[str] | None = None
+        name, fline = "", 0
+        instrs: list[Instruction] = []
+        lines: list[int] = []
+        builder = BlockBuilder()
+        scopes: list[_Scope] = []
+        depth = 0
+        source: SourceLine | None = None
+        unparsed = self.unparsed
+        classify = _ptx_class
+        split_args = _split_args
+        lineno = 0
+        for lineno, raw in enumerate(text.splitlines(), 1):
+            s = raw.strip()
+            if not s:
+                continue
+            if state == _BODY:
+                c = s[0]
+                if c == ".":
+                    if s.startswith(".loc"):
+                        source = self._loc(s)
+                    elif not s.startswith((".reg", ".local", ".shared", ".param", ".pragma", ".const", ".global")):
+                        unparsed.append(Unparsed(lineno, raw, "unknown directive in a function body", True))
+                    continue
+                if c == "/":
+                    hint = _DEPTH.search(s) if "Depth=" in s else None
+                    if hint:
+                        builder.hint(len(instrs), int(hint[1]))
+                    continue
+                if c == "{":
+                    depth += 1
+                    scopes.append(_Scope(lineno))
+                    continue
+                if c == "}":
+                    depth -= 1
+                    if depth > 0:
+                        self._close_scope(scopes, builder)
+                        continue
+                    while scopes:
+                        self._close_scope(scopes, builder)
+                    self._finish(name, fline, instrs, lines, builder)
+                    state = _TOP
+                    continue
+                semi = s.find(";")
+                if semi < 0 or c == "$":
+                    m = _LABEL.match(s)
+                    if m is None:
+                        unparsed.append(Unparsed(lineno, raw, "not an instruction, label or directive", True))
+                        continue
+                    label = m[1]
+                    at = len(instrs)
+                    if scopes:
+                        scopes[-1].labels.add(label)
+                        builder.label(f"{label}@{scopes[-1].ident}", at)
+                    else:
+                        builder.label(label, at, label.startswith("$L__BB") or not label.startswith("$L__"))
+                    hint = _DEPTH.search(s) if "Depth=" in s else None
+                    if hint:
+                        builder.hint(at, int(hint[1]))
+                    continue
+                # @%p1 st.global.b16 [ %rd1 + 0 ], { %rs1 };
+                words = s[:semi].split(None, 1)
+                pred = None
+                if c == "@":
+                    pred = words[0][1:]
+                    words = words[1].split(None, 1) if len(words) > 1 else [""]
+                opcode = words[0]
+                ops = words[1] if len(words) > 1 else ""
+                op = classify(opcode)
+                if op is None:
+                    unparsed.append(Unparsed(lineno, raw, f"unknown PTX instruction {opcode!r}", True))
+                    continue
+                args = split_args(ops.strip()) if ops else ()
+                index = len(instrs)
+                memory = op.memory
+                if op.width_arg is not None:
+                    memory = _cp_async_access(args[op.width_arg] if len(args) > op.width_arg else "")
+                wait = None
+                if op.wait is not None:
+                    value = op.wait_value if op.wait_value is not None else _int(args[0] if args else "")
+                    wait = _wait(op.wait, value)
+                if op.branch:
+                    conditional = pred is not None
+                    if op.branch == 3:
+                        targets: tuple[str, ...] = ()
+                    elif op.branch == 2:
+                        targets, conditional = (), True  # brx.idx: targets are in a .branchtargets list
+                    else:
+                        targets = args[:1]
+                    if scopes:
+                        scopes[-1].branches.append((index, targets, conditional))
+                    else:
+                        builder.branch(index, targets, conditional)
+                instrs.append(Instruction(index, lineno, opcode, args, op.kind, memory, wait, op.matrix, source, pred))
+                lines.append(lineno)
+                continue
+
+            if state == _DATA:
+                if debug is not None:
+                    debug.append(s)
+                data_depth += s.count("{") - s.count("}")
+                opened = opened or "{" in s
+                if opened and data_depth <= 0:
+                    state = _TOP
+                continue
+            if state == _TOP:
+                if s.startswith((".version", ".target")):
+                    key, detail = ("ptx_version", ".version") if s[1] == "v" else ("ptx_target", ".target")
+                    value = s.split()[1] if len(s.split()) > 1 else ""
+                    self.facts.setdefault(key, Fact(value.rstrip(","), Origin(self.path, lineno, detail)))
+                    continue
+                if s.startswith(("//", ".address_size", ".file")):
+                    continue
+                if s.startswith(".section") or (s.startswith((".global", ".const", ".shared", ".extern"))
+                                                and ".func" not in s):
+                    # `.section .debug_info` then `{` ... `}`; `.section .debug_loc { }` on one line;
+                    # `.global .align 1 .b8 _$_str[11] = {95, 95, ...};`
+                    data_depth = s.count("{") - s.count("}")
+                    opened = "{" in s
+                    if data_depth > 0 or (s.startswith(".section") and not opened):
+                        state = _DATA
+                        section = (s.split(None, 2) + ["", ""])[1] if s.startswith(".section") else ""
+                        debug = self.debug.setdefault(section, []) if section in DWARF_SECTIONS else None
+                    continue
+                m = _FUNC.match(s)
+                if m is None:
+                    unparsed.append(Unparsed(lineno, raw, "unknown top-level line", False))
+                    continue
+                if s.endswith(";"):  # a declaration: `.extern .func foo(...);`
+                    continue
+                name, fline = m[1], lineno
+                instrs, lines, builder, scopes, depth, source = [], [], BlockBuilder(), [], 0, None
+                after = s[m.end():]
+                if "(" in after and ")" not in after:
+                    state = _PARAMS
+                elif "{" in after:
+                    state, depth = _BODY, 1
+                else:
+                    state = _HEADER
+                continue
+            if state == _PARAMS:
+                if s.startswith(")") or s.endswith(")"):
+                    state = _HEADER
+                    if "{" in s:
+                        state, depth = _BODY, 1
+                elif not s.startswith(".param") and not s.startswith("//"):
+                    unparsed.append(Unparsed(lineno, raw, "unknown line in a parameter list", False))
+                continue
+            # _HEADER: .reqntid 128 / .maxntid 128, 1, 1 / .maxnreg 128
+            if s.startswith("{"):
+                state, depth = _BODY, 1
+            elif s.startswith("."):
+                m = _HEADER_DIRECTIVE.match(s)
+                if m:
+                    dims = tuple(int(d) for d in m[2].split(","))
+                    key, value = ("maxnreg", dims[0]) if m[1] == "maxnreg" else ("reqntid", dims)
+                    self.facts.setdefault(key, Fact(value, Origin(self.path, lineno, f".{m[1]}")))
+            elif not s.startswith("//"):
+                unparsed.append(Unparsed(lineno, raw, "unknown line in a function header", False))
+        if state in (_PARAMS, _HEADER, _BODY):
+            while scopes:
+                self._close_scope(scopes, builder)
+            unparsed.append(Unparsed(lineno, "", f"file ends inside function {name!r}", True))
+            self._finish(name, fline, instrs, lines, builder)
+
+    def _finish(self, name: str, line: int, instrs: list[Instruction], lines: list[int],
+                builder: BlockBuilder) -> None:
+        blocks, labels = builder.build(lines)
+        self.functions.append(IsaFunction(name, line, tuple(instrs), blocks, labels))
+        self.label_at.append(dict(builder.labels))
+
+    def apply_dwarf_inlining(self) -> None:
+        """3.0-3.2: the call sites of inlined helpers are only in `.debug_info`, as label ranges."""
+        ranges = inlined_ranges(self.debug.get(".debug_abbrev", []), self.debug[".debug_info"])
+        for f, fn in enumerate(self.functions):
+            at = self.label_at[f]
+            sites: dict[int, list[tuple[int, tuple[int, int, int]]]] = {}
+            for low, high, site, depth in ranges:
+                if low in at and high in at:
+                    for i in range(at[low], min(at[high], len(fn.instructions))):
+                        sites.setdefault(i, []).append((depth, site))
+            if not sites:
+                continue
+            instrs = list(fn.instructions)
+            cache: dict[object, SourceLine] = {}
+            for i, found in sites.items():
+                source = instrs[i].source
+                if source is None:
+                    continue
+                chain = tuple(site for _, site in sorted(found, reverse=True))  # deepest call site first
+                new = cache.get((source, chain))
+                if new is None:
+                    new = cache[(source, chain)] = _outermost([source] + [self._frame(*c) for c in chain])
+                instrs[i] = dataclasses.replace(instrs[i], source=new)
+            self.functions[f] = IsaFunction(fn.name, fn.line, tuple(instrs), fn.blocks, fn.labels)
+
+    @staticmethod
+    def _close_scope(scopes: list[_Scope], builder: BlockBuilder) -> None:
+        """Branches inside an inline-asm block go to its own labels; others go outward."""
+        scope = scopes.pop()
+        for index, targets, conditional in scope.branches:
+            local = tuple(f"{t}@{scope.ident}" if t in scope.labels else t for t in targets)
+            if scopes:
+                scopes[-1].branches.append((index, local, conditional))
+            else:
+                builder.branch(index, local, conditional)
+
+    def _loc(self, s: str) -> SourceLine | None:
+        """The SourceLine a `.loc` line sets for the instructions after it; None for `.loc 1 0 0`."""
+        cached = self.loc_cache.get(s, False)
+        if cached is not False:
+            return cached  # type: ignore[return-value]
+        m = _LOC.match(s)
+        if m is None or m[2] == "0":
+            self.loc_cache[s] = None
+            return None
+        here = (int(m[1]), int(m[2]), int(m[3]))
+        inner = self._frame(*here)
+        if m[4] is not None:  # 3.9: the chain is in the .loc and its call sites' .locs
+            site = (int(m[4]), int(m[5]), int(m[6]))
+            self.parents[here] = site
+            self.chained = True
+            chain = [site]
+            while chain[-1] in self.parents and self.parents[chain[-1]] not in chain and len(chain) < 16:
+                chain.append(self.parents[chain[-1]])
+            key = (here, tuple(chain))
+            found = self.loc_cache.get(key)
+            if found is None:
+                found = self.loc_cache[key] = _outermost([inner] + [self._frame(*f) for f in chain])
+            return found  # not cached by text: the same text can sit under another call site
+        source = inner
+        comment = s.find("//", m.end())
+        if comment >= 0 and "@[" in s:  # 3.3-3.8: `// standard.py:43:17 @[ gemm.py:31:27 ]`
+            self.chained = True
+            names = _FRAME.findall(s, comment)
+            frames = [inner] + [SourceLine(self.by_base.get(f, f), int(ln), int(col)) for f, ln, col in names[1:]]
+            source = _outermost(frames)
+        self.loc_cache[s] = source
+        return source
+
+    def _frame(self, fno: int, line: int, col: int) -> SourceLine:
+        return SourceLine(self.files.get(fno, f"<file {fno}>"), line, col)
+
+
+def _outermost(frames: list[SourceLine]) -> SourceLine:
+    """[innermost, ..., outermost] -> the outermost frame with the others as `inlined`."""
+    outer = frames[-1]
+    return SourceLine(outer.file, outer.line, outer.column, tuple(frames[:-1]))
+
+
+def _split_args(ops: str) -> tuple[str, ...]:
+    if "[" not in ops and "{" not in ops:  # then no operand has a space inside
+        return tuple(ops.replace(" ", "").replace("\t", "").split(","))
+    return tuple(a.strip() for a in _ARG.findall(ops) if not a.isspace())
+
+
+def _int(token: str) -> int:
+    try:
+        return int(token, 0)
+    except ValueError:
+        return -1  # a register operand: the count is not known statically
+
+
+@lru_cache(maxsize=None)
+def _wait(counter: str, value: int) -> Wait:
+    return Wait(((counter, value),))
+
+
+@lru_cache(maxsize=None)
+def _cp_async_access(size: str) -> MemoryAccess:
+    """cp.async's cp-size operand (`0x10`, `16`) is the bytes each thread copies."""
+    width = _int(size)
+    return MemoryAccess("global", width if width > 0 else None)
+
+
+@lru_cache(maxsize=None)
+def _ptx_class(opcode: str) -> _Op | None:
+    """Kind, memory access, matrix shape, wait counter and branch type of an opcode; None if unknown."""
+    parts = opcode.split(".")
+    root = parts[0]
+    mods = parts[1:]
+    if root in ("ld", "ldu", "st", "atom", "red"):
+        space = next((_SPACES[m] for m in mods if m in _SPACES), "generic")
+        table = _LOAD_KIND if root in ("ld", "ldu") else _STORE_KIND if root == "st" else _ATOMIC_KIND
+        kind = table.get(space)
+        if kind is None:  # st.param: argument passing to a call
+            return _Op(OTHER)
+        return _Op(kind, _access(space, mods))
+    if root == "cp":
+        return _cp_class(opcode, mods)
+    if root in ("ldmatrix", "stmatrix"):
+        return _Op(SHARED_LOAD if root == "ldmatrix" else SHARED_STORE, _matrix_access(mods))
+    if root in ("mma", "wgmma", "wmma", "tcgen05"):
+        if root == "wgmma" and mods and mods[0] != "mma_async":
+            if mods[0] == "wait_group":
+                return _Op(WAIT, wait="wgmma_group")
+            return _Op(OTHER)  # wgmma.fence, wgmma.commit_group
+        if root in ("wmma", "tcgen05") and mods[:1] != ["mma"]:
+            return _Op(OTHER)  # wmma.load/store (Triton never emits them), tcgen05.alloc/ld/st/commit
+        return _Op(MATRIX, matrix=_matrix_op(root, mods))
+    if root in ("bar", "barrier"):
+        return _Op(OTHER if mods[:1] == ["warp"] else BARRIER)  # bar.warp.sync: warp convergence only
+    if root == "mbarrier":
+        # try_wait / test_wait is where threads block for a TMA copy or another warp's arrive
+        if mods and mods[0] in ("try_wait", "test_wait"):
+            return _Op(WAIT, wait="mbarrier", wait_value=0)
+        return _Op(OTHER)
+    if root in ("bra", "brx"):
+        return _Op(BRANCH, branch=1 if root == "bra" else 2)
+    if root in ("ret", "exit", "trap"):
+        return _Op(BRANCH, branch=3)
+    if root in _ALU_ROOTS:
+        return _Op(VECTOR_ALU)
+    if root in _OTHER_ROOTS:
+        return _Op(OTHER)
+    return None
+
+
+def _cp_class(opcode: str, mods: list[str]) -> _Op:
+    # cp.async.cg.shared.global [ %r22 + 0 ], [ %rd39 + 0 ], 0x10, %r24;
+    # cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd2, {%r3, %r4}], [%r5];
+    if mods[:1] == ["reduce"]:
+        return _Op(ASYNC_COPY, MemoryAccess("tensor" if "tensor" in mods else "bulk", None))
+    if mods[:1] != ["async"]:
+        return _Op(OTHER)
+    rest = mods[1:]
+    if not rest:
+        return _Op(OTHER)
+    if rest[0] == "bulk":
+        tail = rest[1:2]
+        if tail == ["commit_group"] or tail[:1] and tail[0].startswith("prefetch"):
+            return _Op(OTHER)
+        if tail == ["wait_group"]:
+            return _Op(WAIT, wait="bulk_group")
+        return _Op(ASYNC_COPY, MemoryAccess("tensor" if "tensor" in rest else "bulk", None))
+    if rest[0] == "wait_group":
+        return _Op(WAIT, wait="async_group")
+    if rest[0] == "wait_all":
+        return _Op(WAIT, wait="async_group", wait_value=0)
+    if rest[0] in ("ca", "cg"):
+        return _Op(ASYNC_COPY, width_arg=2)
+    return _Op(OTHER)  # cp.async.commit_group, cp.async.mbarrier.arrive
+
+
+@lru_cache(maxsize=None)
+def _memory(space: str, width: int | None, signed: bool) -> MemoryAccess:
+    return MemoryAccess(space, width, signed=signed)
+
+
+def _access(space: str, mods: list[str]) -> MemoryAccess:
+    """`ld.global.v4.b32` -> 16 bytes; cache hints (`.L1::evict_last`, `.nc`) do not change it."""
+    vec, elem, signed = 1, None, False
+    for m in mods:
+        if m in _TYPE_BYTES:
+            elem = _TYPE_BYTES[m]
+            signed = m in ("s8", "s16")
+        elif m in ("v2", "v4", "v8"):
+            vec = int(m[1])
+    return _memory(space, None if elem is None else vec * elem, signed)
+
+
+def _matrix_access(mods: list[str]) -> MemoryAccess:
+    """ldmatrix.sync.aligned.m8n8.x4.shared.b16: each thread gets count x m*n*bytes/32 (16 here)."""
+    shape = next((m for m in mods if _SHAPE.match(m)), "m8n8")
+    sm = _SHAPE.match(shape)
+    count = next((int(m[1:]) for m in mods if m in ("x1", "x2", "x4")), 1)
+    elem = next((_TYPE_BYTES[m] for m in mods if m in _TYPE_BYTES), 2)
+    width = count * int(sm[1]) * int(sm[2]) * elem // 32
+    return _memory("shared", width or None, False)
+
+
+def _matrix_op(family: str, mods: list[str]) -> MatrixOp:
+    """`mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32`: types are d, a, b[, c]."""
+    m = n = k = None
+    for mod in mods:
+        sm = _SHAPE.match(mod)
+        if sm and sm[3]:
+            m, n, k = int(sm[1]), int(sm[2]), int(sm[3])
+            break
+    types = [t for t in mods if t in _MATRIX_TYPES] + [None, None, None]
+    in_type = types[1] if types[2] in (None, types[1]) else f"{types[1]}.{types[2]}"
+    return MatrixOp(family, m, n, k, types[0], in_type)
+
+
+_SPECIAL = frozenset("""
+    tid ntid laneid warpid nwarpid ctaid nctaid smid nsmid gridid clock clock64 clock_hi globaltimer
+    globaltimer_lo globaltimer_hi total_smem_size aggr_smem_size dynamic_smem_size is_explicit_cluster
+    cluster_ctarank cluster_nctarank clusterid nclusterid cluster_ctaid cluster_nctaid current_graph_exec
+""".split())
+
+
+@lru_cache(maxsize=4096)
+def ptx_operand(token: str) -> Operand:
+    """`%r12` -> reg "%r" 12; `%tid.x` special; `0x10` literal; `$L__BB0_2` label; `[ %rd1 + 0 ]` address.
+
+    A vector `{%r1, %r2}` is kind "other" named "vector" (ptx_registers lists its registers);
+    a bare symbol (a label, `matmul_kernel_param_0`, a named inline-asm register) is "label".
+    """
+    t = token.strip()
+    if not t:
+        return Operand("other", token)
+    c = t[0]
+    if c == "%":
+        name = t[1:]
+        if not name[:1].isalpha():
+            return Operand("other", token)
+        if "." in name or name in _SPECIAL or name.startswith(("lanemask_", "envreg", "pm", "reserved_smem")):
+            return Operand("special", token)
+        m = _REG.match(t)
+        if m:
+            return Operand("reg", token, first=int(m[2]), name="%" + m[1])
+        return Operand("reg", token, name=t)
+    if c == "[":
+        return Operand("address", token)
+    if c == "{":
+        return Operand("other", token, name="vector")
+    if c.isdigit() or (c in "+-" and len(t) > 1 and t[1].isdigit()):
+        return Operand("literal", token)
+    if t == "_":
+        return Operand("special", token)  # the sink operand of mbarrier.arrive
+    if c == "$" or c.isalpha() or c == "_":
+        if "|" in t:
+            return Operand("other", token)  # elect.sync %r1|%p1
+        return Operand("label", token)
+    return Operand("other", token)
+
+
+_REGS_IN = re.compile(r"%[a-z_]+\d+\b(?!\.)")
+
+
+def ptx_registers(token: str) -> tuple[str, ...]:
+    """Numbered registers inside any operand: `{%r1, %r2}` -> ("%r1", "%r2"), `[%rd3+8]` -> ("%rd3",)."""
+    return tuple(_REGS_IN.findall(token))
