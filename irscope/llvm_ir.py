@@ -9,7 +9,7 @@ metadata, the kernel source line it came from. `irscope.parsers.llir` builds the
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from irscope.model import Problem
@@ -64,6 +64,12 @@ class SourceLine:
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.column}"
+
+    @classmethod
+    def from_frames(cls, frames: Sequence[SourceLine]) -> SourceLine:
+        """[innermost, ..., outermost] -> the outermost frame, with the others as `inlined`."""
+        outer = frames[-1]
+        return cls(outer.file, outer.line, outer.column, tuple(frames[:-1]))
 
 
 @dataclass(frozen=True)

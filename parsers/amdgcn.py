@@ -21,6 +21,7 @@ from irscope.isa import Instruction, IsaFunction, IsaProgram, MemoryAccess, Unpa
 from irscope.llvm_ir import SourceLine
 from irscope.model import Fact, Origin
 from irscope.parsers import amdgcn_opcodes as ops
+from irscope.parsers.asm_source import by_basename, call_sites
 from irscope.parsers.errors import ArtifactError
 from irscope.parsers.isa_blocks import BlockBuilder
 
@@ -28,7 +29,6 @@ _ARGS = re.compile(r"\w+:\[[^\]]*\]|[^\s,]+")
 _MNEMONIC = re.compile(r"^[a-z][a-z0-9_]*$")
 _LOC = re.compile(r"^\.loc\s+(\d+)\s+(\d+)\s+(\d+)")
 _FILE = re.compile(r'^\.file\s+(\d+)\s+"((?:[^"\\]|\\.)*)"(?:\s+"((?:[^"\\]|\\.)*)")?')
-_INLINED_AT = re.compile(r"@\[\s*([^\s@\]]+):(\d+):(\d+)")
 _DEPTH = re.compile(r"Depth=(\d+)")
 # `; NumVgprs: 152`, `; codeLenInByte = 8160`, `; COMPUTE_PGM_RSRC2:SCRATCH_EN: 0`
 _INFO = re.compile(r"^;\s*([A-Za-z][^=]*?)(?::\s+|\s*=\s*)(\S.*?)\s*$")
@@ -263,19 +263,11 @@ class AmdgcnParser:
         source = None
         if line != 0:
             inner = SourceLine(self.files.get(file_no, f"<file {file_no}>"), line, column)
-            chain = [SourceLine(self._full_path(name), int(ln), int(col))
-                     for name, ln, col in _INLINED_AT.findall(comment)]
-            if chain:
-                outer = chain[-1]
-                source = SourceLine(outer.file, outer.line, outer.column, tuple([inner, *chain[:-1]]))
-            else:
-                source = inner
+            paths = by_basename(self.files.values())
+            chain = [SourceLine(paths.get(name, name), ln, col) for name, ln, col in call_sites(comment)]
+            source = SourceLine.from_frames([inner, *chain])
         self.sources[raw] = source
         return source
-
-    def _full_path(self, basename: str) -> str:
-        matches = {p for p in self.files.values() if p.rsplit("/", 1)[-1] == basename}
-        return matches.pop() if len(matches) == 1 else basename
 
 
 def parse_amdgcn(text: str, path: str) -> IsaProgram:

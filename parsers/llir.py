@@ -370,9 +370,7 @@ class _DebugInfo:
                     break
                 frames.append(SourceLine(self._file(node.get("scope")), _number(node, "line"), _number(node, "column")))
                 cur = _number(node, "inlinedAt") or None
-            outer = frames[-1] if frames else None
-            self.cache[ref] = outer if outer is None or len(frames) == 1 else \
-                SourceLine(outer.file, outer.line, outer.column, tuple(frames[:-1]))
+            self.cache[ref] = SourceLine.from_frames(frames) if frames else None
         return self.cache[ref]
 
     def subprogram(self, ref: int) -> SourceLine | None:

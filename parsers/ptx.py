@@ -32,6 +32,7 @@ from irscope.isa import (
 )
 from irscope.llvm_ir import SourceLine
 from irscope.model import Fact, Origin
+from irscope.parsers.asm_source import by_basename, call_sites
 from irscope.parsers.errors import ArtifactError
 from irscope.parsers.isa_blocks import BlockBuilder
 from irscope.parsers.ptx_dwarf import DWARF_SECTIONS, inlined_ranges
@@ -45,8 +46,6 @@ _HEADER_DIRECTIVE = re.compile(r"\.(reqntid|maxntid|maxnreg)\s+(\d+(?:\s*,\s*\d+
 _FUNC = re.compile(r"^(?:\.(?:visible|weak|extern)\s+)*\.(?:entry|func)\s+(?:\([^)]*\)\s*)?([\w$.]+)")
 # .loc	2 43 13, function_name $L__info_string0, inlined_at 1 31 17 // standard.py:43:13
 _LOC = re.compile(r"\.loc\s+(\d+)\s+(\d+)\s+(\d+)(?:,[^/]*?inlined_at\s+(\d+)\s+(\d+)\s+(\d+))?")
-# // standard.py:263:15 @[ standard.py:293:36 @[ spill.py:25:18 ] ]
-_FRAME = re.compile(r"([^\s@\[\]:]+):(\d+):(\d+)")
 # $L__BB0_2:                              // =>This Inner Loop Header: Depth=1
 _LABEL = re.compile(r"([\w$.%]+):(?!:)")
 _DEPTH = re.compile(r"Depth=(\d+)")
@@ -135,11 +134,8 @@ class _Reader:
         self.files = files
         # keyed as irscope.parsers.ptx_directives: ptx_version, ptx_target, reqntid (also .maxntid), maxnreg
         self.facts: dict[str, Fact] = {}
-        by_base: dict[str, list[str]] = {}
-        for p in files.values():
-            by_base.setdefault(p.rsplit("/", 1)[-1], []).append(p)
         # `gemm.py` in a comment -> the `.file` path, where only one file has that name
-        self.by_base = {b: ps[0] for b, ps in by_base.items() if len(ps) == 1}
+        self.by_base = by_basename(files.values())
         self.functions: list[IsaFunction] = []
         self.unparsed: list[Unparsed] = []
         self.loc_cache: dict[object, SourceLine | None] = {}
@@ -343,7 +339,7 @@ class _Reader:
                 chain = tuple(site for _, site in sorted(found, reverse=True))  # deepest call site first
                 new = cache.get((source, chain))
                 if new is None:
-                    new = cache[(source, chain)] = _outermost([source] + [self._frame(*c) for c in chain])
+                    new = cache[(source, chain)] = SourceLine.from_frames([source] + [self._frame(*c) for c in chain])
                 instrs[i] = dataclasses.replace(instrs[i], source=new)
             self.functions[f] = IsaFunction(fn.name, fn.line, tuple(instrs), fn.blocks, fn.labels)
 
@@ -379,26 +375,19 @@ class _Reader:
             key = (here, tuple(chain))
             found = self.loc_cache.get(key)
             if found is None:
-                found = self.loc_cache[key] = _outermost([inner] + [self._frame(*f) for f in chain])
+                found = self.loc_cache[key] = SourceLine.from_frames([inner] + [self._frame(*f) for f in chain])
             return found  # not cached by text: the same text can sit under another call site
         source = inner
         comment = s.find("//", m.end())
         if comment >= 0 and "@[" in s:  # 3.3-3.8: `// standard.py:43:17 @[ gemm.py:31:27 ]`
             self.chained = True
-            names = _FRAME.findall(s, comment)
-            frames = [inner] + [SourceLine(self.by_base.get(f, f), int(ln), int(col)) for f, ln, col in names[1:]]
-            source = _outermost(frames)
+            sites = [SourceLine(self.by_base.get(f, f), ln, col) for f, ln, col in call_sites(s[comment:])]
+            source = SourceLine.from_frames([inner, *sites])
         self.loc_cache[s] = source
         return source
 
     def _frame(self, fno: int, line: int, col: int) -> SourceLine:
         return SourceLine(self.files.get(fno, f"<file {fno}>"), line, col)
-
-
-def _outermost(frames: list[SourceLine]) -> SourceLine:
-    """[innermost, ..., outermost] -> the outermost frame with the others as `inlined`."""
-    outer = frames[-1]
-    return SourceLine(outer.file, outer.line, outer.column, tuple(frames[:-1]))
 
 
 def _split_args(ops: str) -> tuple[str, ...]:

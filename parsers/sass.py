@@ -242,10 +242,7 @@ class _Reader:
             if f not in self.files.values():
                 self.files[len(self.files) + 1] = f
             frames.append(SourceLine(f, int(ln), 0))
-        source = None
-        if frames:
-            outer = frames[-1]
-            source = SourceLine(outer.file, outer.line, 0, tuple(frames[:-1]))
+        source = SourceLine.from_frames(frames) if frames else None
         self.source_cache[s] = source
         return source
 
