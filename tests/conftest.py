@@ -47,6 +47,17 @@ def kernel_dirs(manifest: dict, **where) -> list[Path]:
     return out
 
 
+def backend_entries(backend: str) -> list[dict]:
+    """Manifest entries of one backend ("hip" or "cuda")."""
+    return [e for e in load_manifest()["kernels"] if e["target"]["backend"] == backend]
+
+
+def artifact_files(backend: str, ext: str, version: str | None = None) -> list[Path]:
+    """Every fixture `<kernel>.<ext>` of a backend, optionally of one Triton version."""
+    return sorted({FIXTURES / e["cache"] / e["dir"] / f"{e['name']}.{ext}"
+                   for e in backend_entries(backend) if version is None or e["triton_version"] == version})
+
+
 def copy_tree(src: Path, dst: Path) -> Path:
     shutil.copytree(src, dst, symlinks=True)
     return dst

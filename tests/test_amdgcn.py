@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, kernel_dirs, load_manifest
+from conftest import FIXTURES, artifact_files, backend_entries, kernel_dirs, load_manifest
 
 from irscope import isa
 from irscope.amdgcn_dataflow import defs_uses, matrix_feeds, waits
@@ -22,15 +22,14 @@ from irscope.parsers.amdgcn import parse_amdgcn, read_metadata
 from irscope.parsers.amdgcn_opcodes import parse_wait
 
 MANIFEST = load_manifest()
-HIP = [e for e in MANIFEST["kernels"] if e["target"]["backend"] == "hip"]
+HIP = backend_entries("hip")
 VERSIONS = sorted({e["triton_version"] for e in HIP})
 # An instruction line as LLVM prints it: a tab, then a lower-case mnemonic (directives start with '.').
 INSTRUCTION_LINE = re.compile(r"^\t[a-z]", re.M)
 
 
 def amdgcn_files(version: str | None = None) -> list[Path]:
-    return sorted({FIXTURES / e["cache"] / e["dir"] / f"{e['name']}.amdgcn"
-                   for e in HIP if version is None or e["triton_version"] == version})
+    return artifact_files("hip", "amdgcn", version)
 
 
 @lru_cache(maxsize=None)

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, load_manifest
+from conftest import FIXTURES, artifact_files, backend_entries, load_manifest
 
 from irscope import isa
 from irscope.parsers.errors import ArtifactError, decode_text
 from irscope.parsers.ptx import parse_ptx, ptx_operand, ptx_registers
 
 MANIFEST = load_manifest()
-CUDA = [e for e in MANIFEST["kernels"] if e["target"]["backend"] == "cuda"]
+CUDA = backend_entries("cuda")
 VERSIONS = sorted({e["triton_version"] for e in CUDA})
 MALFORMED = Path(__file__).parent / "malformed"
 # An instruction line: optional predicate, a lower-case opcode, operands, `;` (labels end in `:`,
@@ -28,8 +28,7 @@ INSTRUCTION_LINE = re.compile(r"^[ \t]*(?:@!?[%\w]+[ \t]+)?[a-z][\w.:]*(?:[ \t][
 
 
 def ptx_files(version: str | None = None) -> list[Path]:
-    return sorted({FIXTURES / e["cache"] / e["dir"] / f"{e['name']}.ptx"
-                   for e in CUDA if version is None or e["triton_version"] == version})
+    return artifact_files("cuda", "ptx", version)
 
 
 @lru_cache(maxsize=None)

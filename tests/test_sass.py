@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, load_manifest
+from conftest import FIXTURES, backend_entries, load_manifest
 
 from irscope import isa, nvtools
 from irscope.parsers.errors import ArtifactError
@@ -25,7 +25,7 @@ from irscope.parsers.ptx import parse_ptx
 from irscope.parsers.sass import parse_sass, sass_operand
 
 MANIFEST = load_manifest()
-CUDA = [e for e in MANIFEST["kernels"] if e["target"]["backend"] == "cuda"]
+CUDA = backend_entries("cuda")
 VERSIONS = sorted({e["triton_version"] for e in CUDA})
 ADDRESS = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/")  # `        /*0020*/                   S2R R7, SR_CTAID.X ;`
 
