@@ -133,8 +133,9 @@ class AmdResources:
 class NvidiaResources:
     """Registers and memory from the cubin, launch bounds from the PTX.
 
-    `static_shared` excludes the 1 KiB that sm_90+ cubins reserve per block
-    (`.nv.shared.reserved.0`, kept in `reserved_shared`); cuobjdump's SHARED adds both.
+    `static_shared` excludes the 1 KiB that sm_90+ cubins reserve per block (kept in
+    `reserved_shared`; the driver adds it itself); cuobjdump's SHARED adds both.
+    `barriers`: named barriers per block, which limit blocks per SM from sm_90 on.
     `stack_bytes` is the per-thread stack frame, where ptxas puts register spills;
     `local_bytes` is statically allocated local memory. Both are local memory to the
     driver; Triton's `n_spills` is their sum / 4.
@@ -145,6 +146,8 @@ class NvidiaResources:
     stack_bytes: Fact[int] | None = None
     static_shared: Fact[int] | None = None
     reserved_shared: Fact[int] | None = None
+    barriers: Fact[int] | None = None
+    sm: Fact[int] | None = None  # the SM number the cubin was built for
     reqntid: Fact[tuple[int, ...]] | None = None
     maxnreg: Fact[int] | None = None
     ptx_version: Fact[str] | None = None
@@ -196,11 +199,13 @@ class KernelReport:
     resources: Resources | None = None
     problems: tuple[Problem, ...] = ()
     mix: tuple[InstructionMix, ...] = ()  # one per assembly read: AMDGCN, or PTX (and SASS)
+    occupancy: KernelOccupancy | None = None
 
     @property
     def ok(self) -> bool:
         return not any(p.severity == "error" for p in self.problems)
 
 
-# At the end: the mix's module imports the ISA model, which imports Problem from here.
+# At the end: these modules import the model classes above.
 from irscope.instruction_mix import InstructionMix  # noqa: E402
+from irscope.occupancy import KernelOccupancy  # noqa: E402

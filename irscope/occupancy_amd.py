@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from irscope.occupancy_result import UNBOUNDED, Occupancy, occupancy_of
+
 
 @dataclass(frozen=True)
 class AmdArch:
@@ -37,19 +39,6 @@ AMD_ARCHES = {
 }
 
 
-@dataclass(frozen=True)
-class AmdOccupancy:
-    arch: str
-    waves_per_simd: int
-    workgroups_per_cu: int
-    # Workgroups per CU each resource alone allows: "vgpr", "sgpr", "lds", "slots".
-    allows: tuple[tuple[str, int], ...]
-    limiters: tuple[str, ...]  # the resources at the minimum
-
-    def allowed(self, resource: str) -> int:
-        return dict(self.allows)[resource]
-
-
 def align_to(value: int, granule: int) -> int:
     return -(-value // granule) * granule
 
@@ -69,20 +58,17 @@ def waves_for_sgprs(arch: AmdArch, sgprs: int | None) -> int:
     return min(arch.max_waves_per_eu, 800 // (align_to(sgprs, 16) + 16))
 
 
-def amd_occupancy(arch: AmdArch, vgprs: int, lds_bytes: int, num_warps: int, sgprs: int | None = None) -> AmdOccupancy:
+def amd_occupancy(arch: AmdArch, vgprs: int, lds_bytes: int, num_warps: int, sgprs: int | None = None) -> Occupancy:
     """Occupancy of a workgroup of `num_warps` waves using `vgprs` (the unified `.vgpr_count`),
     `lds_bytes` (Triton's dynamic `shared` plus any static LDS) and `sgprs`."""
     allows = {
         "vgpr": waves_for_vgprs(arch, vgprs) * arch.eus // num_warps,
         "sgpr": waves_for_sgprs(arch, sgprs) * arch.eus // num_warps,
-        "lds": arch.lds_pool // align_to(lds_bytes, arch.lds_granule) if lds_bytes > 0 else 1 << 30,
+        "lds": arch.lds_pool // align_to(lds_bytes, arch.lds_granule) if lds_bytes > 0 else UNBOUNDED,
         "slots": arch.max_waves_per_eu * arch.eus // num_warps if num_warps == 1
         else min(arch.max_waves_per_eu * arch.eus // num_warps, arch.max_workgroups),
     }
-    workgroups = min(allows.values())
-    limiters = tuple(k for k, v in allows.items() if v == workgroups)
-    waves = workgroups * num_warps // arch.eus
-    return AmdOccupancy(arch.name, waves, workgroups, tuple(allows.items()), limiters)
+    return occupancy_of(arch.name, "waves/SIMD", num_warps, arch.max_waves_per_eu, arch.eus, allows)
 
 
 def vgprs_for_waves(arch: AmdArch, waves: int) -> int | None:

@@ -12,6 +12,7 @@ from irscope.assembly import read_assembly
 from irscope.harvester import harvest
 from irscope.instruction_mix import instruction_mix
 from irscope.model import Kernel, KernelReport, Problem
+from irscope.occupancy import kernel_occupancy
 from irscope.report import Report
 from irscope.resources import read_resources
 from irscope.targets import infer_from_ir
@@ -47,5 +48,6 @@ def analyze_kernel(kernel: Kernel, problems: Sequence[Problem] = (), sass: bool 
     resources, more = read_resources(kernel, kernel.target)
     assembly = read_assembly(kernel, sass=sass)
     mix = tuple(instruction_mix(program) for program in assembly.programs)
+    occupancy, unknown = kernel_occupancy(kernel, resources) if resources is not None else (None, [])
     return KernelReport(kernel=kernel, resources=resources, problems=tuple(problems) + tuple(more)
-                        + assembly.problems, mix=mix)
+                        + assembly.problems + tuple(unknown), mix=mix, occupancy=occupancy)

@@ -35,24 +35,24 @@ def test_gfx9_sgprs_as_current_llvm_measures(sgprs, waves):
 
 def test_170_vgprs_allocate_as_176_and_168_gains_a_wave():
     gfx942 = AMD_ARCHES["gfx942"]
-    assert amd_occupancy(gfx942, 170, 0, 4).waves_per_simd == 2
-    assert amd_occupancy(gfx942, 168, 0, 4).waves_per_simd == 3
+    assert amd_occupancy(gfx942, 170, 0, 4).active == 2
+    assert amd_occupancy(gfx942, 168, 0, 4).active == 3
     assert vgprs_for_waves(gfx942, 3) == 168
 
 
 def test_lds_limits_eight_warps_at_64k_and_gfx950_pool_doubles_it():
     gfx942 = amd_occupancy(AMD_ARCHES["gfx942"], 128, 65536, 8)
-    assert (gfx942.workgroups_per_cu, gfx942.waves_per_simd, gfx942.limiters) == (1, 2, ("lds",))
+    assert (gfx942.groups, gfx942.active, gfx942.limiters) == (1, 2, ("lds",))
     assert gfx942.allowed("vgpr") == 2
     gfx950 = amd_occupancy(AMD_ARCHES["gfx950"], 128, 65536, 8)  # 163840 // align(65536, 1280) = 2
-    assert (gfx950.workgroups_per_cu, gfx950.waves_per_simd) == (2, 4)
+    assert (gfx950.groups, gfx950.active) == (2, 4)
     assert set(gfx950.limiters) == {"vgpr", "lds"}
 
 
 def test_barrier_limit_and_one_wave_workgroups():
     gfx942 = AMD_ARCHES["gfx942"]
     one = amd_occupancy(gfx942, 32, 0, 1)  # 8 waves x 4 SIMDs, no 16-workgroup cap for 1-wave groups
-    assert (one.workgroups_per_cu, one.waves_per_simd) == (32, 8)
+    assert (one.groups, one.active) == (32, 8)
     two = amd_occupancy(gfx942, 32, 0, 2)  # 8 waves x 4 / 2 = 16: registers and the barrier cap tie
-    assert (two.workgroups_per_cu, two.waves_per_simd, two.allowed("slots")) == (16, 8, 16)
+    assert (two.groups, two.active, two.allowed("slots")) == (16, 8, 16)
     assert "slots" in two.limiters

@@ -1,0 +1,52 @@
+"""The answer both occupancy calculators give (irscope/occupancy_amd.py, occupancy_nvidia.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Limit:
+    """How many workgroups (blocks) one resource alone lets a CU (SM) hold."""
+
+    resource: str
+    groups: int
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    """How many of a kernel's workgroups (blocks) one CU (SM) holds at once, and why no more.
+
+    `active` counts in the hardware's own unit: waves per SIMD on AMD, where the ROCm guide
+    and LLVM's `; Occupancy:` count; warps per SM on NVIDIA, as the CUDA calculator does.
+    """
+
+    arch: str
+    unit: str  # "waves/SIMD" or "warps/SM"
+    active: int
+    max_active: int
+    groups: int  # workgroups per CU (AMD) or blocks per SM (NVIDIA)
+    limits: tuple[Limit, ...]  # one per resource, in a fixed order per vendor
+    limiters: tuple[str, ...]  # the resources at the minimum
+
+    def allowed(self, resource: str) -> int:
+        return next(limit.groups for limit in self.limits if limit.resource == resource)
+
+    @property
+    def fraction(self) -> float:
+        return self.active / self.max_active
+
+    def __str__(self) -> str:
+        return f"{self.active}/{self.max_active} {self.unit} ({', '.join(self.limiters)})"
+
+
+UNBOUNDED = 1 << 30  # what a resource the kernel does not use allows
+
+
+def occupancy_of(arch: str, unit: str, warps_per_group: int, max_active: int, per: int,
+                 allows: dict[str, int]) -> Occupancy:
+    """The minimum over `allows`; `per` is the SIMDs a workgroup spreads over (1 for an SM)."""
+    groups = min(allows.values())
+    limiters = tuple(k for k, v in allows.items() if v == groups)
+    limits = tuple(Limit(k, v) for k, v in allows.items())
+    return Occupancy(arch, unit, groups * warps_per_group // per, max_active, groups, limits, limiters)
