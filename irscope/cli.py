@@ -46,12 +46,40 @@ def _parser() -> argparse.ArgumentParser:
                       help="also disassemble each cubin with nvdisasm (Triton's bundled one, TRITON_NVDISASM_PATH, "
                            "or CUDA's) and count its SASS instructions")
     scan.set_defaults(func=_cmd_scan)
+
+    occ = sub.add_parser(
+        "occupancy", help="occupancy of harvested kernels, or of numbers you give (what-if)",
+        description="With PATH: the occupancy of every kernel under PATH (filter with --kernel), "
+                    "from its artifacts; any number given below replaces the kernel's own. "
+                    "Without PATH: the occupancy of --arch with the numbers given.",
+    )
+    occ.add_argument("paths", nargs="*", metavar="PATH")
+    occ.add_argument("--kernel", "-k", metavar="PATTERN",
+                     help="only kernels whose name or key matches this glob pattern")
+    occ.add_argument("--arch", help="gfx90a, gfx942, gfx950, gfx1100, gfx1200, gfx1201, sm_80, sm_86, sm_89, "
+                                    "sm_90, sm_100, sm_120 (what-if without PATH)")
+    for flag, what in (("vgprs", "AMD: VGPRs per lane, arch + AGPR (.vgpr_count)"),
+                       ("sgprs", "AMD: SGPRs"),
+                       ("lds", "LDS / shared memory bytes per workgroup (Triton's `shared`); default 0"),
+                       ("warps", "num_warps"),
+                       ("registers", "NVIDIA: registers per thread"),
+                       ("shared", "NVIDIA: dynamic shared bytes per block (same as --lds)"),
+                       ("static-shared", "NVIDIA: static shared bytes per block, without the sm_90 reserve"),
+                       ("barriers", "NVIDIA: named barriers per block")):
+        occ.add_argument(f"--{flag}", type=_count, metavar="N", help=what)
+    occ.add_argument("--json", action="store_true", help="print the results as JSON")
+    occ.set_defaults(func=_cmd_occupancy)
     return parser
 
 
-def _cmd_scan(args: argparse.Namespace) -> int:
-    from rich.console import Console
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative")
+    return value
 
+
+def _cmd_scan(args: argparse.Namespace) -> int:
     from irscope.harvester import HarvestError
     from irscope.render.console import render
     from irscope.pipeline import scan
@@ -76,11 +104,88 @@ def _cmd_scan(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.json:
         report.save(args.json)
-    out = Console(highlight=False)
-    if not out.is_terminal:  # a pipe or a file: don't squeeze the table into 80 columns
-        out = Console(highlight=False, width=160)
-    render(report, out)
+    render(report, _console())
     return EXIT_OK
+
+
+def _what_if(args: argparse.Namespace) -> dict[str, int]:
+    given = {name: getattr(args, name) for name in ("vgprs", "sgprs", "warps", "registers", "static_shared",
+                                                   "barriers") if getattr(args, name) is not None}
+    lds = args.lds if args.lds is not None else args.shared
+    if lds is not None:
+        given["lds"] = given["shared"] = lds  # one flag for both vendors' name of the same thing
+    return given
+
+
+def _cmd_occupancy(args: argparse.Namespace) -> int:
+    import fnmatch
+    import json
+
+    from irscope.harvester import HarvestError
+    from irscope.occupancy import kernel_occupancy, occupancy_for
+    from irscope.pipeline import scan
+    from irscope.render.occupancy import occupancy_table
+    from irscope.serde import to_data
+
+    what_if = _what_if(args)
+    results = []
+    if not args.paths:
+        if not args.arch:
+            _error("give a PATH to harvested kernels, or --arch and the numbers for a what-if")
+            return EXIT_USAGE
+        values = dict(what_if)
+        values.setdefault("lds", 0)
+        values.setdefault("shared", values["lds"])
+        try:
+            results.append((f"what-if on {args.arch}", occupancy_for(args.arch, _for_vendor(args.arch, values))))
+        except ValueError as exc:
+            _error(str(exc))
+            return EXIT_USAGE
+    else:
+        try:
+            report = scan(args.paths)
+        except HarvestError as exc:
+            _error(str(exc))
+            return EXIT_USAGE
+        chosen = [r for r in report.kernels if not args.kernel
+                  or fnmatch.fnmatch(r.kernel.name, args.kernel) or fnmatch.fnmatch(r.kernel.key, args.kernel)]
+        if not chosen:
+            _error(f"no kernel{' matching ' + args.kernel if args.kernel else ''} under {', '.join(report.roots)}")
+            return EXIT_USAGE
+        for r in chosen:
+            title = f"{r.kernel.name}  {r.kernel.target or '?'}  {r.kernel.key}"
+            arch = r.kernel.target.arch if r.kernel.target else ""
+            occ, problems = kernel_occupancy(r.kernel, r.resources, _for_vendor(arch, what_if)) \
+                if what_if else (r.occupancy, [])
+            if occ is None:
+                reasons = problems or [p for p in r.problems if p.message.startswith("occupancy")]
+                _error(f"{r.kernel.key}: " + ("; ".join(p.message for p in reasons) or "occupancy unknown"))
+                continue
+            results.append((title, occ))
+    if args.json:
+        sys.stdout.write(json.dumps([{"kernel": t, **to_data(o)} for t, o in results], indent=1) + "\n")
+        return EXIT_OK if results else EXIT_USAGE
+    out = _console()
+    for title, occ in results:
+        out.print(occupancy_table(title, occ))
+        out.print()
+    return EXIT_OK if results else EXIT_USAGE
+
+
+def _for_vendor(arch: str, values: dict[str, int]) -> dict[str, int]:
+    """Drop the other vendor's names so a what-if reads `--lds` on AMD and `--shared` on NVIDIA."""
+    amd = arch.startswith("gfx")
+    other = {"registers", "shared", "static_shared", "barriers"} if amd else {"vgprs", "sgprs", "lds"}
+    return {k: v for k, v in values.items() if k not in other}
+
+
+def _console():
+    from rich.console import Console
+
+    out = Console(highlight=False)
+    if not out.is_terminal:  # a pipe or a file: don't squeeze tables into 80 columns
+        out = Console(highlight=False, width=200)
+    return out
 
 
 def _error(message: str) -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Iterator
 
 from irscope.model import Fact, Origin
 from irscope.parsers.errors import ArtifactError
@@ -89,7 +90,7 @@ def parse_cubin(data: bytes, path: str, kernel_name: str) -> dict[str, Fact[int]
     reserved = by_name.get(".nv.shared.reserved.0")
     if reserved is not None and reserved.size:
         put("reserved_shared", reserved.size, "section .nv.shared.reserved.0 size")
-    barriers = _kernel_attribute(data, by_name.get(f".nv.info.{kernel_name}"), EIATTR_NUM_BARRIERS)
+    barriers = _kernel_attribute(data, by_name.get(f".nv.info.{kernel_name}"), EIATTR_NUM_BARRIERS, path)
     if barriers is not None:
         put("barriers", barriers, f".nv.info.{kernel_name} EIATTR_NUM_BARRIERS")
     elif text is not None:
@@ -136,24 +137,30 @@ def _symbol_index(data: bytes, sections: list[_Section], name: str, path: str) -
     return None
 
 
-def _function_attributes(data: bytes, info: _Section | None, symbol: int, path: str) -> dict[int, int]:
-    """Attributes of `.nv.info` whose SVAL payload is (symbol index, u32 value) for `symbol`."""
-    attrs: dict[int, int] = {}
+def _records(data: bytes, info: _Section | None, path: str) -> Iterator[tuple[int, int, int, int]]:
+    """(format, attribute, payload offset, value) of each `.nv.info*` record; for SVAL the value
+    is the payload's size, for the other formats the 2-byte value itself."""
     if info is None:
-        return attrs
+        return
     pos, end = info.offset, info.offset + info.size
     while pos + 4 <= end:
         fmt, attr, value = struct.unpack_from("<BBH", data, pos)
         pos += 4
-        if fmt != _EIFMT_SVAL:
-            continue
-        if pos + value > end:
-            raise ArtifactError(path, f".nv.info attribute 0x{attr:02x} runs past its section")
-        if value == 8:
+        if fmt == _EIFMT_SVAL and pos + value > end:
+            raise ArtifactError(path, f"{info.name} attribute 0x{attr:02x} runs past its section")
+        yield fmt, attr, pos, value
+        if fmt == _EIFMT_SVAL:
+            pos += value
+
+
+def _function_attributes(data: bytes, info: _Section | None, symbol: int, path: str) -> dict[int, int]:
+    """Attributes of `.nv.info` whose SVAL payload is (symbol index, u32 value) for `symbol`."""
+    attrs: dict[int, int] = {}
+    for fmt, attr, pos, size in _records(data, info, path):
+        if fmt == _EIFMT_SVAL and size == 8:
             sym, payload = struct.unpack_from("<II", data, pos)
             if sym == symbol:
                 attrs.setdefault(attr, payload)
-        pos += value
     return attrs
 
 
@@ -163,16 +170,7 @@ def _sm_of(data: bytes) -> int:
     return (flags >> 8) & 0xFF if data[8] >= 8 else flags & 0xFF
 
 
-def _kernel_attribute(data: bytes, info: _Section | None, wanted: int) -> int | None:
+def _kernel_attribute(data: bytes, info: _Section | None, wanted: int, path: str) -> int | None:
     """A BVAL attribute's 2-byte value from a kernel's own `.nv.info.<kernel>` section."""
-    if info is None:
-        return None
-    pos, end = info.offset, info.offset + info.size
-    while pos + 4 <= end:
-        fmt, attr, value = struct.unpack_from("<BBH", data, pos)
-        pos += 4
-        if fmt == _EIFMT_SVAL:
-            pos += value
-        elif fmt == _EIFMT_BVAL and attr == wanted:
-            return value
-    return None
+    return next((value for fmt, attr, _, value in _records(data, info, path)
+                 if fmt == _EIFMT_BVAL and attr == wanted), None)

@@ -1,6 +1,6 @@
 """NVIDIA occupancy against what an H100 answered.
 
-tests/data/nvidia_occupancy_h100.csv.gz was measured by bench/device/nvidia_occupancy.py on
+tests/data/nvidia_occupancy_h100.csv.gz was measured by tools/measure_nvidia_occupancy.py on
 an H100 (driver 580.159, CUDA 13.0; tests/data/nvidia_occupancy_h100_device.json): the
 runtime's cudaOccupancyMaxActiveBlocksPerMultiprocessor and the driver's
 cuOccupancyMaxActiveBlocksPerMultiprocessor, for every sm_90 fixture kernel loaded the way

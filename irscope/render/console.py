@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from irscope.model import AmdResources, Fact, KernelReport, NvidiaResources
+from irscope.render.occupancy import occupancy_cell, short_step
 from irscope.render.safe import printable
 from irscope.report import Report
 
@@ -54,14 +55,14 @@ def _instructions(r: KernelReport) -> str:
 
 def kernel_table(report: Report) -> Table:
     table = Table(title=Text(f"{len(report.kernels)} kernels"), title_justify="left", header_style="bold")
-    for name, justify in (("kernel", "left"), ("arch", "left"), ("triton", "left"), ("warps", "right"),
-                          ("stages", "right"), ("LDS/smem B", "right"), ("VGPR/regs", "right"),
+    for name, justify in (("kernel", "left"), ("arch", "left"), ("triton", "left"), ("warps/stages", "right"),
+                          ("LDS/smem B", "right"), ("VGPR/regs", "right"),
                           ("SGPR", "right"), ("spills", "right"), ("scratch B", "right"), ("instrs (loop)", "right"),
-                          ("status", "left")):
+                          ("occupancy", "left"), ("to gain", "left"), ("status", "left")):
         if name == "kernel":
             table.add_column(name, justify=justify, overflow="fold", min_width=12, ratio=1)
         else:
-            table.add_column(name, justify=justify, no_wrap=True, min_width=len(name))
+            table.add_column(name, justify=justify, no_wrap=True, min_width=7 if name == "arch" else len(name))
     def order(r: KernelReport):
         k = r.kernel
         return (k.name, k.target.arch if k.target else "", k.triton_version.value if k.triton_version else "", k.key)
@@ -79,8 +80,9 @@ def kernel_table(report: Report) -> Table:
             Text(printable(k.name)),
             Text(printable(k.target.arch) if k.target else "?"),
             Text(printable(k.triton_version.value) if k.triton_version else "?"),
-            _num(_v(opts.num_warps)), _num(_v(opts.num_stages)), _num(_v(opts.shared)),
-            regs, sgpr, spill, scratch, _instructions(r), status,
+            f"{_num(_v(opts.num_warps))}/{_num(_v(opts.num_stages))}", _num(_v(opts.shared)),
+            regs, sgpr, spill, scratch, _instructions(r), occupancy_cell(r.occupancy),
+            short_step(r.occupancy) if r.occupancy else "-", status,
         )
     return table
 

@@ -2,7 +2,7 @@
 
 Run on a machine with an NVIDIA GPU, PyTorch and Triton (the `device` tool's H100):
 
-    python3 bench/device/nvidia_occupancy.py OUT_DIR
+    python3 tools/measure_nvidia_occupancy.py OUT_DIR
 
 It writes OUT_DIR/nvidia_occupancy_<gpu>.csv with one row per (kernel, block size, dynamic
 shared) configuration, answered by both the runtime API
@@ -32,7 +32,7 @@ import os
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 BLOCK_SIZES = range(32, 1025, 32)
 DYNAMIC_SHARED = (0, 1024, 8192, 20000, 47 * 1024, 64 * 1024, 100 * 1024, 150 * 1024, 200 * 1024)
 REGISTER_CAPS = (24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 112, 128, 144, 168, 192, 216, 232, 255)

@@ -1,0 +1,63 @@
+"""The console view of one kernel's occupancy: result, inputs with their lines, limits, steps.
+
+Reads KernelOccupancy values only (irscope/occupancy.py); every string from an artifact goes
+through `printable()`.
+"""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from irscope.occupancy import KernelOccupancy
+from irscope.occupancy_result import UNBOUNDED
+from irscope.render.safe import printable
+
+STEP_LABELS = {"vgprs": "VGPR", "sgprs": "SGPR", "lds": "LDS", "registers": "regs", "shared": "smem",
+               "barriers": "barriers"}
+
+
+LIMITER_LABELS = {"registers": "regs", "shared": "smem"}
+
+
+def short_step(occ: KernelOccupancy) -> str:
+    """The first step as a table cell: `LDS<=21504: 3`, `warps=4: 3`; `-` when there is none."""
+    if not occ.steps:
+        return "max" if occ.occupancy.active >= occ.occupancy.max_active else "-"
+    step = occ.steps[0]
+    if step.name == "warps":
+        return f"warps={step.to}: {step.active}"
+    return f"{STEP_LABELS[step.name]}<={step.to}: {step.active}" + ("+" if step.also else "")
+
+
+def occupancy_cell(occ: KernelOccupancy | None) -> str:
+    """`2/8 lds`: active of the most, and what limits it (nothing shown at the maximum)."""
+    if occ is None:
+        return "-"
+    o = occ.occupancy
+    cell = f"{o.active}/{o.max_active}"
+    limiters = "+".join(LIMITER_LABELS.get(r, r) for r in o.limiters)
+    return cell if o.active >= o.max_active else f"{cell} {limiters}"
+
+
+def occupancy_table(title: str, occ: KernelOccupancy) -> Table:
+    o = occ.occupancy
+    group = "workgroup" if o.unit == "waves/SIMD" else "block"
+    where = "CU" if o.unit == "waves/SIMD" else "SM"
+    table = Table(title=Text(printable(title)), title_justify="left", show_header=False, box=None,
+                  padding=(0, 2, 0, 0))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")
+    table.add_row("occupancy", Text(f"{o.active} of {o.max_active} {o.unit} ({o.fraction:.0%}): {o.groups} "
+                                    f"{group}(s) per {where} on {o.arch}"))
+    table.add_row("limited by", Text(", ".join(o.limiters)))
+    table.add_row("inputs", Text("\n".join(f"{i.name} = {i.value:,}  {printable(str(i.origin))}" for i in occ.inputs)))
+    limits = [f"{lim.resource} {lim.groups if lim.groups < UNBOUNDED else 'no limit'}" for lim in o.limits]
+    table.add_row(f"{group}s allowed", Text(", ".join(limits)))
+    if occ.steps:
+        table.add_row("to gain", Text("\n".join(s.hint for s in occ.steps)))
+    elif o.active >= o.max_active:
+        table.add_row("to gain", Text("nothing: the hardware's maximum"))
+    for note in occ.notes:
+        table.add_row("note", Text(printable(note)))
+    return table
