@@ -137,7 +137,7 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
         values.setdefault("lds", 0)
         values.setdefault("shared", values["lds"])
         try:
-            results.append((f"what-if on {args.arch}", occupancy_for(args.arch, _for_vendor(args.arch, values))))
+            results.append((f"what-if on {args.arch}", None, occupancy_for(args.arch, _for_vendor(args.arch, values))))
         except ValueError as exc:
             _error(str(exc))
             return EXIT_USAGE
@@ -161,12 +161,13 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
                 reasons = problems or [p for p in r.problems if p.message.startswith("occupancy")]
                 _error(f"{r.kernel.key}: " + ("; ".join(p.message for p in reasons) or "occupancy unknown"))
                 continue
-            results.append((title, occ))
+            results.append((title, r.kernel, occ))
     if args.json:
-        sys.stdout.write(json.dumps([{"kernel": t, **to_data(o)} for t, o in results], indent=1) + "\n")
+        rows = [{"kernel": k.name if k else None, "key": k.key if k else None, **to_data(o)} for _, k, o in results]
+        sys.stdout.write(json.dumps(rows, indent=1) + "\n")
         return EXIT_OK if results else EXIT_USAGE
     out = _console()
-    for title, occ in results:
+    for title, _, occ in results:
         out.print(occupancy_table(title, occ))
         out.print()
     return EXIT_OK if results else EXIT_USAGE

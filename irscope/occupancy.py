@@ -88,8 +88,17 @@ def kernel_occupancy(kernel: Kernel, resources: Resources | None,
         result = occupancy_for(kernel.target.arch, {k: v.value for k, v in inputs.items()}, inputs)
     except ValueError as exc:
         return None, [Problem(where, f"occupancy: {exc}", severity="warning")]
-    notes = _llvm_note(result, inputs, resources) if not what_if else ()
+    notes = (_llvm_note(result, inputs, resources) if not what_if else ()) + _waves_per_eu_note(result)
     return result if not notes else _with_notes(result, notes), []
+
+
+def _waves_per_eu_note(result: KernelOccupancy) -> tuple[str, ...]:
+    """waves_per_eu only sets the compiler's register budget; say so when something else wins."""
+    asked, occ = result.input("waves_per_eu"), result.occupancy
+    if asked is None or occ.unit != "waves/SIMD" or occ.active >= asked:
+        return ()
+    return (f"waves_per_eu={asked} asked the compiler to fit {asked} waves per SIMD, but "
+            f"{'+'.join(occ.limiters)} limit the kernel to {occ.active}: the option budgets registers only",)
 
 
 def occupancy_for(arch: str, values: Mapping[str, int], inputs: Mapping[str, Input] | None = None) -> KernelOccupancy:

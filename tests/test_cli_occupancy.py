@@ -73,7 +73,7 @@ def test_kernel_filter_and_json(capsys):
     code, out, _ = occupancy(capsys, str(FIXTURES / "caches" / "triton-3.9"), "--kernel", "softmax*", "--json")
     assert code == 0
     results = json.loads(out)
-    assert results and all("softmax_kernel" in r["kernel"] for r in results)
+    assert results and all(r["kernel"] == "softmax_kernel" and r["key"] for r in results)
     assert {r["occupancy"]["unit"] for r in results} == {"waves/SIMD", "warps/SM"}
     for r in results:
         assert {i["name"] for i in r["inputs"]} >= {"warps"}

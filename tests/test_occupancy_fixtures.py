@@ -100,6 +100,16 @@ def test_irscope_equals_llvm_unless_lds_or_granularity_binds(amd_reports):
     assert differing == len(DIFFERS) and compared > differing
 
 
+def test_waves_per_eu_that_lds_defeats_is_said(amd_reports):
+    """gemm_wpe3: waves_per_eu=3 kept the VGPRs at 168 (3 waves), but 32 KiB of LDS allow 2."""
+    wpe = [k for k in amd_reports if k.occupancy and k.occupancy.input("waves_per_eu") == 3]
+    assert len(wpe) == 3  # Triton 3.6, 3.9, and the before/after copy
+    for kr in wpe:
+        assert kr.occupancy.input("vgprs") == 168 and kr.occupancy.occupancy.active == 2
+        assert any(n.startswith("waves_per_eu=3 asked the compiler to fit 3 waves per SIMD, but lds limit")
+                   for n in kr.occupancy.notes)
+
+
 def test_granularity_note_shows_the_arithmetic(amd_reports):
     kr = next(k for k in amd_reports if "R77ETAE2Z26" in k.kernel.directory)
     assert "7 x 4 SIMDs = 28 wave slots hold 1 workgroup(s)" in kr.occupancy.notes[0]
