@@ -45,7 +45,17 @@ def _parser() -> argparse.ArgumentParser:
     scan.add_argument("--sass", action="store_true",
                       help="also disassemble each cubin with nvdisasm (Triton's bundled one, TRITON_NVDISASM_PATH, "
                            "or CUDA's) and count its SASS instructions")
+    _selection_flags(scan)
     scan.set_defaults(func=_cmd_scan)
+
+    rules = sub.add_parser("rules", help="list the rules: code, slug, severity, what each finds",
+                           description="List every registered rule (irscope's own and any installed plugin's).")
+    rules.set_defaults(func=_cmd_rules)
+    explain = sub.add_parser("explain", help="print one rule's documentation",
+                             description="Print a rule's documentation: what it does, why it matters, an "
+                                         "example, and how to fix it in the kernel.")
+    explain.add_argument("rule", metavar="CODE", help="a rule code (IRS101) or slug (narrow-global-load)")
+    explain.set_defaults(func=_cmd_explain)
 
     occ = sub.add_parser(
         "occupancy", help="occupancy of harvested kernels, or of numbers you give (what-if)",
@@ -72,6 +82,24 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _selection_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--select", action="append", default=[], metavar="CODES",
+                        help="only these rules: codes, code prefixes (IRS1), slugs or ALL, comma-separated; "
+                             "replaces [tool.irscope] select")
+    parser.add_argument("--ignore", action="append", default=[], metavar="CODES",
+                        help="skip these rules (added to [tool.irscope] ignore)")
+
+
+def _selection(args: argparse.Namespace):
+    """[tool.irscope] from the nearest pyproject.toml, then the command line's flags."""
+    from irscope.rule_engine import load_config
+
+    def split(values: list[str]) -> list[str]:
+        return [v.strip() for value in values for v in value.split(",") if v.strip()]
+
+    return load_config().extended(split(args.select), split(args.ignore))
+
+
 def _count(text: str) -> int:
     value = int(text)
     if value < 0:
@@ -89,9 +117,11 @@ def _cmd_scan(args: argparse.Namespace) -> int:
         _error(f"{scripts[0]} is a Python script; running scripts is not available yet "
                "(point irscope at the Triton cache the script filled).")
         return EXIT_USAGE
+    from irscope.rule_engine import RuleConfigError
+
     try:
-        report = scan(args.paths or None, sass=args.sass)
-    except HarvestError as exc:
+        report = scan(args.paths or None, sass=args.sass, rules=_selection(args))
+    except (HarvestError, RuleConfigError) as exc:
         _error(str(exc))
         return EXIT_USAGE
     if not report.kernels:
@@ -171,6 +201,33 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
         out.print(occupancy_table(title, occ))
         out.print()
     return EXIT_OK if results else EXIT_USAGE
+
+
+def _cmd_rules(args: argparse.Namespace) -> int:
+    from rich.table import Table
+    from rich.text import Text
+
+    from irscope.rule_engine import load_rules
+
+    table = Table(header_style="bold")
+    for name in ("code", "slug", "severity", "reads", "what it finds"):
+        table.add_column(name, no_wrap=name != "what it finds")
+    for rule in load_rules():
+        table.add_row(rule.code, rule.slug, rule.severity, ", ".join(rule.stages), Text(rule.summary))
+    _console().print(table)
+    return EXIT_OK
+
+
+def _cmd_explain(args: argparse.Namespace) -> int:
+    from irscope.rule_docs import page
+    from irscope.rule_engine import find_rule
+
+    rule = find_rule(args.rule)
+    if rule is None:
+        _error(f"no rule {args.rule!r}; `irscope rules` lists them")
+        return EXIT_USAGE
+    sys.stdout.write(page(rule))
+    return EXIT_OK
 
 
 def _for_vendor(arch: str, values: dict[str, int]) -> dict[str, int]:

@@ -200,6 +200,7 @@ class KernelReport:
     problems: tuple[Problem, ...] = ()
     mix: tuple[InstructionMix, ...] = ()  # one per assembly read: AMDGCN, or PTX (and SASS)
     occupancy: KernelOccupancy | None = None
+    findings: tuple[Finding, ...] = ()  # what the rules found, most serious first
 
     @property
     def ok(self) -> bool:
@@ -209,3 +210,4 @@ class KernelReport:
 # At the end: these modules import the model classes above.
 from irscope.instruction_mix import InstructionMix  # noqa: E402
 from irscope.occupancy import KernelOccupancy  # noqa: E402
+from irscope.findings import Finding  # noqa: E402

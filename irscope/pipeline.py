@@ -15,16 +15,21 @@ from irscope.model import Kernel, KernelReport, Problem
 from irscope.occupancy import kernel_occupancy
 from irscope.report import Report
 from irscope.resources import read_resources
+from irscope.rule_context import KernelContext
+from irscope.rule_engine import RuleSelection, run_rules
 from irscope.targets import infer_from_ir
 
 
-def scan(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None, sass: bool = False) -> Report:
+def scan(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None, sass: bool = False,
+         rules: RuleSelection | None = None) -> Report:
     """Analyze every kernel under `paths` (default: the user's Triton cache).
 
     `sass`: also disassemble each cubin with nvdisasm (irscope/nvtools.py) and count its SASS.
+    `rules`: which rules run (default: all; the CLI reads `[tool.irscope]`).
     """
     found = harvest(paths)
-    kernels = tuple(analyze_kernel(k, found.problems.get(k.key, ()), sass) for k in found.kernels)
+    selection = rules or RuleSelection()
+    kernels = tuple(analyze_kernel(k, found.problems.get(k.key, ()), sass, selection) for k in found.kernels)
     return Report(
         irscope_version=__version__,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -35,7 +40,8 @@ def scan(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None, s
     )
 
 
-def analyze_kernel(kernel: Kernel, problems: Sequence[Problem] = (), sass: bool = False) -> KernelReport:
+def analyze_kernel(kernel: Kernel, problems: Sequence[Problem] = (), sass: bool = False,
+                   rules: RuleSelection | None = None) -> KernelReport:
     # A TRITON_KERNEL_DUMP directory (or a broken json) leaves these to the IR itself.
     if kernel.target is None or kernel.options.num_warps is None or kernel.triton_version is None:
         ir = infer_from_ir(kernel)
@@ -49,5 +55,8 @@ def analyze_kernel(kernel: Kernel, problems: Sequence[Problem] = (), sass: bool 
     assembly = read_assembly(kernel, sass=sass)
     mix = tuple(instruction_mix(program) for program in assembly.programs)
     occupancy, unknown = kernel_occupancy(kernel, resources) if resources is not None else (None, [])
+    context = KernelContext(kernel, resources, assembly.programs, occupancy)
+    findings, rule_problems = run_rules(context, rules)
     return KernelReport(kernel=kernel, resources=resources, problems=tuple(problems) + tuple(more)
-                        + assembly.problems + tuple(unknown), mix=mix, occupancy=occupancy)
+                        + assembly.problems + tuple(unknown) + tuple(rule_problems), mix=mix, occupancy=occupancy,
+                        findings=tuple(findings))

@@ -76,3 +76,15 @@ def tree_digest(root: Path) -> dict[str, str]:
             out[str(p.relative_to(root))] = f"{oct(st.st_mode)} {st.st_mtime_ns} " + \
                 hashlib.sha256(p.read_bytes()).hexdigest()
     return out
+
+
+def rule_findings(rule_cls, *paths):
+    """{kernel key: (KernelReport, [findings of this one rule])} for every kernel under `paths`.
+
+    Runs the rule class directly (registered or not) through the real pipeline, so a rule's
+    tests see exactly what `irscope scan` gives it."""
+    from irscope.pipeline import scan
+    from irscope.rule_engine import RuleSelection
+
+    report = scan([str(p) for p in paths], rules=RuleSelection.only(rule_cls))
+    return {r.kernel.key: (r, [f for f in r.findings if f.code == rule_cls.code]) for r in report.kernels}

@@ -98,8 +98,33 @@ def problem_lines(report: Report) -> list[Text]:
     return lines
 
 
+def finding_lines(report: Report) -> list[Text]:
+    """Findings grouped by kernel, most serious first, each with its line and the fix."""
+    from irscope.findings import SEVERITIES
+
+    lines: list[Text] = []
+    for r in sorted(report.kernels, key=lambda r: r.kernel.key):
+        if not r.findings:
+            continue
+        arch = r.kernel.target.arch if r.kernel.target else "?"
+        lines.append(Text.assemble((printable(r.kernel.name), "bold"), f"  {printable(arch)}  ",
+                                   (printable(r.kernel.key), "dim")))
+        for f in sorted(r.findings, key=lambda f: (SEVERITIES.index(f.severity), f.code, f.line or 0)):
+            style = {"error": "red", "warning": "yellow"}.get(f.severity, "cyan")
+            lines.append(Text.assemble("  ", (f"{f.severity} {f.code}", style), f" {f.slug}  ",
+                                       printable(f.where)))
+            lines.append(Text("      " + printable(f.message)))
+            lines.append(Text("      fix: " + printable(f.fix), style="dim"))
+    return lines
+
+
 def render(report: Report, console: Console) -> None:
     parts = [kernel_table(report)]
+    findings = finding_lines(report)
+    if findings:
+        count = sum(len(r.findings) for r in report.kernels)
+        parts.append(Text(f"\nFindings ({count}; `irscope explain CODE` says more):", style="bold"))
+        parts.extend(findings)
     problems = problem_lines(report)
     if problems:
         parts.append(Text("\nProblems (the other kernels are analyzed in full):", style="bold"))

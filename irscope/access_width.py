@@ -1,0 +1,150 @@
+"""How wide each global access could be, from the TTGIR layout, and how wide the ISA made it.
+
+Triton vectorizes a global load or store up to the elements a thread holds contiguously in
+the value's layout (at most 16 bytes), and then only as far as the pointer's known
+alignment and contiguity allow (tt.divisibility, tl.multiple_of, tl.max_contiguous). So an
+ISA access narrower than what the layout gives a thread points at missing alignment facts;
+one as wide as the layout allows is the layout's limit (e.g. an MFMA accumulator stored
+without a convert_layout).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from irscope.ir_types import TensorType
+from irscope.mlir import MlirModule
+
+MAX_VECTOR_BYTES = 16
+
+
+MATRIX_LAYOUTS = ("AmdMfma", "AmdWmma", "NvidiaMma", "DotOperand")
+
+
+@dataclass(frozen=True)
+class IrAccess:
+    """One tt.load / tt.store of a tensor, as the TTGIR has it."""
+
+    op: str  # "tt.load" or "tt.store"
+    line: int  # in the .ttgir
+    python_line: int | None
+    loop_depth: int
+    element_bytes: int
+    contiguous_elements: int  # per thread, along the layout's most contiguous dimension
+    elements_per_thread: int
+    matrix_layout: bool  # an MFMA/WMMA/MMA accumulator or dot operand: its own fixed shape
+
+    @property
+    def layout_bytes(self) -> int:
+        """The widest access per lane the layout allows (capped at 16 bytes)."""
+        return min(MAX_VECTOR_BYTES, self.element_bytes * self.contiguous_elements)
+
+
+def ir_accesses(module: MlirModule, user_file: str | None = None) -> list[IrAccess]:
+    from irscope.source_map import kernel_file, user_line
+
+    user_file = user_file or kernel_file(module)
+    out = []
+    for op in module.ops_named("tt.load", "tt.store"):
+        vid = (op.results or (None,))[0] if op.canonical_name == "tt.load" else (op.operands[1:2] or (None,))[0]
+        ty = module.values[vid].type if vid is not None else None
+        if not isinstance(ty, TensorType) or ty.encoding is None:
+            continue  # scalar accesses and tensor descriptors (TMA) have no per-thread vector
+        size = _element_bytes(ty.element)
+        shape = _register_shape(ty)
+        if size is None or shape is None:
+            continue
+        run, per_thread = shape
+        matrix = _base_layout(ty.encoding).__class__.__name__ in MATRIX_LAYOUTS
+        out.append(IrAccess(op.canonical_name, op.line, user_line(module, op, user_file), op.loop_depth, size, run,
+                            per_thread, matrix))
+    return out
+
+
+def by_python_line(accesses: list[IrAccess]) -> dict[tuple[str, int | None], list[IrAccess]]:
+    grouped: dict[tuple[str, int | None], list[IrAccess]] = defaultdict(list)
+    for a in accesses:
+        grouped[(a.op, a.python_line)].append(a)
+    return grouped
+
+
+def _base_layout(layout: object) -> object:
+    while hasattr(layout, "parent"):  # a slice of an MFMA layout is still an MFMA layout
+        layout = layout.parent
+    return layout
+
+
+def _register_shape(ty: TensorType) -> tuple[int, int] | None:
+    """(elements a thread holds contiguously, elements it holds): the run of leading register
+    bases that step 1, 2, 4, ... along the memory-contiguous dimension: the layout's
+    `order[0]` (what Triton's coalescing chose), else the last one (row-major)."""
+    from irscope.layout_to_linear import layout_to_linear
+
+    try:
+        layout = layout_to_linear(ty.encoding, tuple(ty.shape))
+    except (ValueError, NotImplementedError):
+        return None
+    if layout is None or "register" not in layout.in_names:
+        return None
+    bases = layout.basis("register")
+    distinct = [b for b in bases if any(b)]  # zero bases broadcast: the same element again
+    order = getattr(ty.encoding, "order", None)  # a slice's parent order names other dims
+    dim = order[0] if order else len(layout.out_names) - 1  # matrix layouts: assume row-major
+    best = 1
+    for basis in bases:
+        if tuple(basis) != tuple(best if d == dim else 0 for d in range(len(basis))):
+            break
+        best *= 2
+    return best, 2 ** len(distinct)
+
+
+def _element_bytes(element: object) -> int | None:
+    bits = getattr(element, "bits", None)
+    return bits // 8 if bits and bits >= 8 else None
+
+
+@dataclass(frozen=True)
+class NarrowAccess:
+    """The ISA's global loads (or stores) of one Python line that are narrower than they could be."""
+
+    kind: str  # "global_load" or "global_store"
+    python_line: int | None
+    width: int  # the narrowest ISA access, bytes per lane
+    count: int  # ISA instructions of that width from this line
+    in_loop: int  # of which inside loops
+    lines: tuple[int, ...]  # their artifact lines
+    layout_bytes: int  # what the layout gives a thread contiguously (<= 16)
+    elements_per_thread: int
+    cause: str  # "alignment": the layout allows more; "contiguity": the layout itself has 1 element runs
+
+
+def narrow_accesses(program, fn, graph, ir: list[IrAccess], kind: str) -> list[NarrowAccess]:
+    """Join the ISA's `kind` accesses with the TTGIR's by Python line; keep those narrower
+    than 16 bytes per lane that better pointer facts would widen (see the module docstring)."""
+    op = "tt.load" if kind == "global_load" else "tt.store"
+    by_line = by_python_line(ir)
+    isa: dict[int | None, list] = defaultdict(list)
+    for ins in fn.instructions:
+        if ins.kind == kind and ins.memory is not None and ins.memory.width_bytes and not ins.memory.to_lds:
+            isa[ins.source.line if ins.source else None].append(ins)
+    out = []
+    for python_line, instrs in isa.items():
+        accesses = by_line.get((op, python_line), [])
+        if python_line is None or not accesses:
+            continue
+        width = min(i.memory.width_bytes for i in instrs)
+        if width >= MAX_VECTOR_BYTES:
+            continue
+        best = max(accesses, key=lambda a: (a.layout_bytes, a.elements_per_thread))
+        if width < best.layout_bytes:
+            cause = "alignment"
+        elif best.contiguous_elements == 1 and best.elements_per_thread > 1 and not best.matrix_layout:
+            cause = "contiguity"
+        else:
+            continue  # as wide as the layout and the data per thread allow
+        narrow = [i for i in instrs if i.memory.width_bytes == width]
+        out.append(NarrowAccess(kind, python_line, width, len(narrow),
+                                sum(1 for i in narrow if graph.instruction_depth[i.index]),
+                                tuple(i.line for i in narrow), best.layout_bytes, best.elements_per_thread, cause))
+    return sorted(out, key=lambda n: n.lines[0])

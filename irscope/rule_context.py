@@ -1,0 +1,110 @@
+"""One kernel as the rules see it: every artifact parsed at most once, on first use.
+
+The pipeline builds a KernelContext after it has read the kernel's resources, assembly and
+occupancy, and hands the same context to every rule. A rule asks for what it needs
+(`ctx.ttgir`, `ctx.graph(fn)`, `ctx.waits(fn)`); the first rule to ask pays for the parse,
+the others reuse it. A stage that cannot be parsed is recorded once in `problems` and reads
+as absent.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING, Sequence
+
+from irscope.model import AmdResources, Kernel, NvidiaResources, Problem, Resources
+from irscope.occupancy import KernelOccupancy
+
+if TYPE_CHECKING:
+    from irscope.isa import IsaFunction, IsaProgram
+    from irscope.isa_graph import FunctionGraph
+    from irscope.layout_graph import LayoutFacts
+    from irscope.mlir import MlirModule
+
+
+class KernelContext:
+    def __init__(self, kernel: Kernel, resources: Resources | None = None,
+                 programs: Sequence[IsaProgram] = (), occupancy: KernelOccupancy | None = None) -> None:
+        self.kernel = kernel
+        self.resources = resources
+        self.programs = tuple(programs)
+        self.occupancy = occupancy
+        self.problems: list[Problem] = []
+        self._graphs: dict[tuple[str, str], FunctionGraph] = {}
+        self._waits: dict[tuple[str, str], tuple] = {}
+
+    # -- what is there ---------------------------------------------------------------------
+    @property
+    def backend(self) -> str | None:
+        if self.kernel.target is not None:
+            return self.kernel.target.backend
+        if isinstance(self.resources, AmdResources):
+            return "hip"
+        return "cuda" if isinstance(self.resources, NvidiaResources) else None
+
+    @property
+    def arch(self) -> str | None:
+        return self.kernel.target.arch if self.kernel.target else None
+
+    def has(self, stage: str) -> bool:
+        if stage == "resources":
+            return self.resources is not None
+        if stage == "occupancy":
+            return self.occupancy is not None
+        if stage == "launch":
+            return False  # launches are recorded once `irscope scan kernel.py` runs scripts
+        if stage == "sass":
+            return self.program("sass") is not None
+        if stage in ("amdgcn", "ptx"):
+            return self.program(stage) is not None
+        return self.kernel.artifact(stage) is not None
+
+    def program(self, isa: str) -> IsaProgram | None:
+        return next((p for p in self.programs if p.isa == isa), None)
+
+    # -- parsed once -------------------------------------------------------------------------
+    def graph(self, program: IsaProgram, fn: IsaFunction) -> FunctionGraph:
+        from irscope.isa_graph import FunctionGraph
+
+        key = (program.path, fn.name)
+        if key not in self._graphs:
+            self._graphs[key] = FunctionGraph(fn)
+        return self._graphs[key]
+
+    def waits(self, program: IsaProgram, fn: IsaFunction) -> tuple:
+        """The s_waitcnt analysis of an AMDGCN function (irscope/amdgcn_dataflow.py)."""
+        from irscope.amdgcn_dataflow import waits
+
+        key = (program.path, fn.name)
+        if key not in self._waits:
+            self._waits[key] = waits(fn, program.target or self.arch, self.graph(program, fn))
+        return self._waits[key]
+
+    @cached_property
+    def ttgir(self) -> MlirModule | None:
+        return self._mlir("ttgir")
+
+    @cached_property
+    def layout_facts(self) -> LayoutFacts | None:
+        from irscope.layout_graph import LayoutFacts
+
+        module = self.ttgir
+        if module is None:
+            return None
+        version = self.kernel.triton_version.value if self.kernel.triton_version else None
+        return LayoutFacts(module, version)
+
+    def _mlir(self, stage: str) -> MlirModule | None:
+        from irscope.parsers.errors import ArtifactError, decode_text
+        from irscope.parsers.mlir_parser import parse_mlir
+
+        artifact = self.kernel.artifact(stage)
+        if artifact is None:
+            return None
+        try:
+            return parse_mlir(decode_text(artifact.read_bytes(), artifact.path), artifact.path)
+        except ArtifactError as exc:
+            self.problems.append(Problem(exc.path, exc.message, exc.line))
+        except OSError as exc:
+            self.problems.append(Problem(artifact.path, f"cannot read: {exc.strerror}"))
+        return None

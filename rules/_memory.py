@@ -1,0 +1,40 @@
+"""What the narrow global load and store rules share: the join of ISA and TTGIR, the words."""
+
+from __future__ import annotations
+
+from irscope.access_width import ir_accesses
+
+CAUSES = {
+    "alignment": "the layout gives each thread {layout} contiguous bytes, so the compiler either could not prove "
+                 "the pointers' alignment or split the access",
+    "contiguity": "each thread holds {elements} elements and Triton found no contiguous run among them",
+}
+
+
+def narrow_findings(rule, ctx, narrow_accesses):
+    module = ctx.ttgir
+    if module is None:
+        return []
+    ir = ir_accesses(module)
+    findings = []
+    for program in ctx.programs:
+        if program.isa not in ("amdgcn", "ptx"):
+            continue
+        for fn in program.functions:
+            for n in narrow_accesses(program, fn, ctx.graph(program, fn), ir, rule.kind):
+                first = next(i for i in fn.instructions if i.line == n.lines[0])
+                opcode = first.opcode
+                where = f"{n.in_loop} in loops" if n.in_loop else "none in a loop"
+                cause = CAUSES[n.cause].format(layout=n.layout_bytes, elements=n.elements_per_thread)
+                findings.append(rule.finding(
+                    ctx, stage=program.isa, path=program.path, lines=n.lines,
+                    python=(first.source.file, first.source.line) if first.source else None,
+                    severity="warning" if n.in_loop or n.count >= 4 else "info",
+                    message=f"{n.count} {rule.what}s of {n.width} B per lane ({opcode}; {where}) from line "
+                            f"{n.python_line}: {cause}",
+                    fix="make the pointer facts visible: unit strides as tl.constexpr, 16-divisible strides, "
+                        "tl.multiple_of / tl.max_contiguous on the offsets",
+                    evidence={"width_bytes": n.width, "count": n.count, "in_loop": n.in_loop,
+                              "layout_bytes": n.layout_bytes, "elements_per_thread": n.elements_per_thread},
+                ))
+    return findings
