@@ -88,3 +88,8 @@ def rule_findings(rule_cls, *paths):
 
     report = scan([str(p) for p in paths], rules=RuleSelection.only(rule_cls))
     return {r.kernel.key: (r, [f for f in r.findings if f.code == rule_cls.code]) for r in report.kernels}
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-snapshots", action="store_true", default=False,
+                     help="rewrite tests/snapshots/* from the current output instead of comparing")
