@@ -105,7 +105,7 @@ def write_pyproject(tmp_path, body: str):
 def test_config_from_the_nearest_pyproject_and_per_kernel_ignores(tmp_path):
     start = write_pyproject(tmp_path, """
         [tool.irscope]
-        select = ["IRS1"]
+        select = ["IRS101", "narrow-global-store"]
         ignore = ["IRS101"]
         per-kernel-ignores = { "tile_*" = ["narrow-global-store"] }
         """)

@@ -1,0 +1,231 @@
+"""IRS201 drained-wait-in-loop."""
+
+from __future__ import annotations
+
+import heapq
+import os
+from dataclasses import dataclass
+
+from irscope import isa
+from irscope.rule import Rule
+
+# The counters global loads increment: vmcnt on gfx9-gfx11 (gfx10/11 count stores apart, in
+# vscnt), loadcnt on gfx12.
+LOAD_COUNTERS = ("vmcnt", "loadcnt")
+GLOBAL_KINDS = (isa.GLOBAL_LOAD, isa.ASYNC_COPY)
+# A drain that fewer instructions than this separate from the global load it waits for has
+# nothing in between to cover the load's latency: 15 VALU/SALU/LDS instructions issue in well
+# under 100 cycles, a global load takes hundreds even when it hits in L2. Over the fixtures
+# the flagged drains sit 0-13 instructions after their closest load with at most one MFMA
+# between; the next closest are 16 (Triton 3.6 gfx950 GEMM, 2 MFMAs: borderline, not
+# flagged) and 18-19 with 4-8 MFMAs; Triton 3.6's gfx942 GEMMs hide theirs behind 32 MFMAs.
+MAX_GAP = 16
+# ... unless the gap is made of matrix instructions: each 32x32 MFMA occupies the SIMD for 16
+# passes (64 cycles), so four or more in the gap are real cover. None of the flagged drains has
+# more than one.
+MAX_MATRIX = 3
+
+
+@dataclass(frozen=True)
+class _Drain:
+    wait: int  # instruction indices
+    load: int  # the closest global load it waits for, in the same loop
+    gap: int  # instructions between the two, on the shortest path inside the loop
+    matrix: int  # matrix instructions among them
+    loads: frozenset[int]  # every in-loop global load it waits for
+    reload: int | None  # a scratch reload issued after `load` that the wait is also for (a spill)
+
+
+class DrainedWaitInLoop(Rule):
+    """A loop waits for its global loads to drain right after issuing them.
+
+    ## What it does
+    Finds `s_waitcnt vmcnt(0)` (gfx12: `s_wait_loadcnt 0x0`) inside a loop that waits for a
+    global or buffer load of the same loop issued fewer than 16 instructions earlier, with
+    at most 3 MFMA/WMMA instructions in between (the count follows the shortest path, around
+    the back edge for a load issued at the end of the previous iteration). It names the wait,
+    the closest load, the distance, the Python line of the load and the loop, one finding per
+    loop. A wait that is there for a scratch reload (a register spill) still drains every
+    older global load, since the counter counts in issue order; the message says so.
+    LDS waits (`lgkmcnt(0)` / `s_wait_dscnt`) are not reported: LDS latency is short and
+    most of them guard the `s_barrier` that hands an LDS tile from writers to readers.
+
+    ## Why is this bad?
+    `vmcnt(0)` stops the wave until every vector-memory operation it issued has returned.
+    A global load takes hundreds of cycles; a wave that issues its loads and waits for them
+    a few instructions later spends those cycles idle, and only other waves on the SIMD can
+    fill them. Triton's AMD pipeliner (`num_stages=2`) issues the next tile's `tt.load` at
+    the top of the K loop and its `ttg.local_store` at the bottom, with the `tt.dot` on the
+    current tile in between, so that the MFMAs run while the loads are in flight. A
+    `vmcnt(0)` scheduled before those MFMAs gives that back. The ROCm guide's "Assembly
+    analysis" section asks you to check the `s_waitcnt` placement for this.
+
+    ## Example
+    The aligned GEMM (fixture `gemm_aligned`, Triton 3.9, gfx942) issues the B tile's last
+    `global_load_dwordx4` at the end of the K loop body (`.amdgcn` line 1048, gemm.py:49)
+    and, across the back edge, waits for it after eight `ds_read2st64_b64` and one MFMA:
+
+        ds_read2st64_b64 v[206:209], v176 offset0:32 offset1:48
+        s_waitcnt lgkmcnt(0)
+        v_mfma_f32_32x32x8_f16 v[50:65], v[178:179], v[126:127], v[50:65]
+        s_barrier
+        s_waitcnt vmcnt(0)                               ; line 843, 13 instructions later
+        ds_write2st64_b64 v151, v[70:71], v[66:67] offset1:8
+
+    The other 31 MFMAs of the iteration come after the wait, although the TTGIR puts the
+    `tt.dot` before the `ttg.local_store`. The same kernel from Triton 3.6 has 32 MFMAs
+    between its last load and its `vmcnt(0)` and is not reported. The unaligned GEMM (gfx942,
+    gfx90a) waits 1-5 instructions after the last of its 64 `global_load_ushort`.
+
+    ## How to fix it in the kernel
+    The placement is the compiler's schedule, so look for a configuration that schedules
+    the MFMAs before the wait: in the fixtures, Triton 3.9 with `num_warps=8, num_stages=3`
+    (`gemm_nw8_s3`) has 15 MFMAs between the last load and the wait, and Triton 3.6 puts
+    all 32 there for this very kernel. More waves per SIMD (fewer VGPRs, smaller tiles) let
+    other waves fill the stall. Keep the loads wide (IRS101) so there are fewer to drain.
+    Where the wait is for a spill reload, remove the spills first: smaller
+    `BLOCK_M`/`BLOCK_N`, fewer stages, no `waves_per_eu` that caps the VGPRs below what the
+    loop needs.
+    """
+
+    code = "IRS201"
+    slug = "drained-wait-in-loop"
+    summary = "vmcnt(0) in a loop right after the global loads it waits for: memory latency not hidden"
+    stages = ("amdgcn",)
+    backends = ("hip",)
+
+    def check(self, ctx):
+        program = ctx.program("amdgcn")
+        if program is None:
+            return []
+        findings = []
+        for fn in program.functions:
+            graph = ctx.graph(program, fn)
+            paths = _Paths(fn)
+            groups: dict[tuple[int, str], list[_Drain]] = {}
+            for w in ctx.waits(program, fn):
+                if w.value != 0 or w.counter not in LOAD_COUNTERS:
+                    continue
+                loop = graph.loop_of(w.wait)
+                if loop is None:
+                    continue
+                drain = _drain(fn, paths, loop, w)
+                if drain is not None:
+                    groups.setdefault((loop.header, w.counter), []).append(drain)
+            for (header, counter), drains in sorted(groups.items()):
+                findings.append(self._finding(ctx, program, fn, fn.blocks[header], counter, drains))
+        return findings
+
+    def _finding(self, ctx, program, fn, header, counter, drains):
+        worst = min(drains, key=lambda d: (d.gap, d.wait))
+        wait, load = fn.instructions[worst.wait], fn.instructions[worst.load]
+        where = f"{os.path.basename(load.source.file)}:{load.source.line}" if load.source else "no source line"
+        loop = f"the loop at {header.label} (line {header.line})" if header.label else \
+            f"the loop whose header starts at line {header.line}"
+        if worst.gap == 0:
+            gap = "right after it is issued, with no instruction between"
+        else:
+            gap = (f"only {worst.gap} instruction{'s' if worst.gap != 1 else ''} after it is issued"
+                   f"{' (across the back edge)' if worst.load > worst.wait else ''}{_matrix_words(worst.matrix)}")
+        closest = f"waits for the {load.opcode} at line {load.line} ({where}) {gap}"
+        if len(drains) == 1:
+            message = f"`{wait.text}` at line {wait.line} in {loop} {closest}"
+        else:
+            waits = ", ".join(str(fn.instructions[d.wait].line) for d in sorted(drains, key=lambda d: d.wait))
+            message = (f"{len(drains)} {counter} drains in {loop} (waits at lines {waits}) each wait for a global "
+                       f"load fewer than {MAX_GAP} instructions after it is issued; the closest, `{wait.text}` at "
+                       f"line {wait.line}, {closest}")
+        message += ": nothing covers the several hundred cycles of global memory latency"
+        spills = [d for d in drains if d.reload is not None]
+        if spills:
+            first = fn.instructions[min(spills, key=lambda d: (d.gap, d.wait)).reload]
+            who = "the wait is" if len(drains) == 1 else f"{len(spills)} of these waits are"
+            message += (f"; {who} there for a scratch reload (a register spill: {first.opcode} at line {first.line}"
+                        f"{'' if len(spills) == 1 else ' and others'}), and {counter} counts in issue order, so "
+                        "waiting for the reload drains the global loads too")
+        fix = ("find a schedule that puts the loop's MFMAs between the loads and the wait: try other num_warps / "
+               "num_stages (or Triton versions) and compare this distance; more waves per SIMD hide the stall")
+        if spills:
+            fix += "; first remove the spills that force the waits (smaller tiles, fewer stages, no waves_per_eu cap)"
+        lines = [fn.instructions[d.wait].line for d in drains] + [fn.instructions[d.load].line for d in drains]
+        loads = frozenset().union(*(d.loads for d in drains))
+        return self.finding(
+            ctx, stage="amdgcn", path=program.path, lines=lines,
+            python=(load.source.file, load.source.line) if load.source else None,
+            message=message, fix=fix, severity="warning",
+            evidence={"waits": len(drains), "distance": worst.gap, "matrix_between": worst.matrix,
+                      "global_loads": len(loads), "spill_waits": len(spills)},
+        )
+
+
+def _matrix_words(n: int) -> str:
+    if n == 0:
+        return ", with no matrix instruction between"
+    return f", with {n} matrix instruction{'s' if n > 1 else ''} between"
+
+
+def _drain(fn, paths, loop, w) -> _Drain | None:
+    """The closest in-loop global load a drain waits for, if too close; else None."""
+    best = None
+    loads = set()
+    for op in w.waited:
+        instr = fn.instructions[op.instruction]
+        if instr.kind not in GLOBAL_KINDS or fn.block_of(op.instruction).index not in loop.blocks:
+            continue
+        loads.add(op.instruction)
+        gap = paths.between(op.instruction, w.wait, loop.blocks)
+        if gap is None or any(_drains(fn.instructions[i], w.counter) for i in gap):
+            continue  # not reachable inside the loop, or completed by an earlier drain on the way
+        if best is None or len(gap) < len(best[1]):
+            best = (op.instruction, gap)
+    if best is None or len(best[1]) >= MAX_GAP:
+        return None
+    load, gap = best
+    matrix = sum(fn.instructions[i].kind == isa.MATRIX for i in gap)
+    if matrix > MAX_MATRIX:
+        return None
+    reload = next((i for i in reversed(gap) if fn.instructions[i].kind == isa.LOCAL_LOAD), None)
+    return _Drain(w.wait, load, len(gap), matrix, frozenset(loads), reload)
+
+
+def _drains(instr, counter: str) -> bool:
+    return instr.wait is not None and instr.wait.get(counter) == 0
+
+
+class _Paths:
+    """Shortest instruction paths between two instructions, staying inside a loop's blocks."""
+
+    def __init__(self, fn) -> None:
+        self.fn = fn
+
+    def between(self, start: int, end: int, blocks) -> list[int] | None:
+        """Instructions executed strictly between `start` and `end` on the shortest path, or None."""
+        fn = self.fn
+        src, dst = fn.block_of(start), fn.block_of(end)
+        if src.index == dst.index and start < end:
+            return list(range(start + 1, end))
+        best: dict[int, int] = {}
+        came: dict[int, int | None] = {}
+        heap = [(0, s, -1) for s in src.successors if s in blocks]
+        while heap:
+            d, b, prev = heapq.heappop(heap)
+            if b in best:
+                continue
+            best[b], came[b] = d, (None if prev < 0 else prev)
+            if b == dst.index:
+                break
+            block = fn.blocks[b]
+            for s in block.successors:
+                if s in blocks and s not in best:
+                    heapq.heappush(heap, (d + block.end - block.start, s, b))
+        if dst.index not in best:
+            return None
+        chain, b = [], came[dst.index]
+        while b is not None:
+            chain.append(b)
+            b = came[b]
+        out = list(range(start + 1, src.end))
+        for b in reversed(chain):
+            out.extend(range(fn.blocks[b].start, fn.blocks[b].end))
+        out.extend(range(dst.start, end))
+        return out

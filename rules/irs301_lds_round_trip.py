@@ -1,0 +1,267 @@
+"""IRS301 lds-round-trip."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from math import prod
+
+from irscope.ir_types import TensorType, element_of, encoding_of
+from irscope.layout_graph import GLOBAL_LOADS
+from irscope.opgraph import value_flow
+from irscope.rule import Rule
+from irscope.source_map import kernel_file, user_frame
+
+# Ops that only move a tile's elements between threads or positions: a global load seen
+# through them is still the loaded data, and a dot operand reached through them is still one.
+MOVES = frozenset({"ttg.convert_layout", "amdg.in_thread_transpose", "tt.trans", "tt.reshape"})
+DOTS = frozenset({"tt.dot", "tt.dot_scaled", "ttng.warp_group_dot", "ttng.dot_async"})
+MMA_LAYOUTS = frozenset({"amd_mfma", "amd_wmma", "nvidia_mma"})
+
+FIX_COMPUTED_DOT = ("keep the work before the dot elementwise on the tile as loaded (for quantized weights: pack them "
+                    "offline in the order the dot operand reads them, with no tl.join/tl.permute/tl.reshape "
+                    "interleave in the loop), so that Triton can stage the narrow raw tile and compute after the "
+                    "LDS read; recheck the TTGIR: the local_alloc should then take the raw integer tile")
+FIX_LAYOUT = ("make the producer and the consumer agree on the layout: find the op at the Python line that needs "
+              "the other layout (a reduction broadcast back, tl.trans/tl.reshape/tl.permute, a dot operand) and "
+              "restructure it, or move the conversion out of the loop")
+
+
+def memory_word(ctx) -> str:
+    return "shared memory" if ctx.backend == "cuda" else "LDS"
+
+
+def layout_name(ref: str, layout) -> str:
+    """`#linear (linear[r4 l6 w2 b0])` for an alias, the summary alone for an inline encoding."""
+    summary = layout.summary() if layout is not None else None
+    if summary is None:
+        return ref
+    if ref.startswith("#") and "<" not in ref:
+        return f"{ref} ({summary})"
+    return summary
+
+
+def tile_text(ty) -> str:
+    shape = "x".join(str(d) for d in getattr(ty, "shape", ()))
+    return f"{element_of(ty)} {shape}"
+
+
+def tile_bytes(ty) -> int:
+    bits = getattr(element_of(ty), "bits", None)
+    shape = getattr(ty, "shape", ())
+    if not bits or not shape:
+        return 0
+    return prod(shape) * bits // 8
+
+
+def python_of(module, op, user_file):
+    frame = user_frame(op, user_file)
+    return (frame.file, frame.line) if frame else None
+
+
+def lines_text(lines) -> str:
+    lines = sorted(set(lines))
+    return ("line " if len(lines) == 1 else "lines ") + ", ".join(str(n) for n in lines)
+
+
+def users_of(module) -> dict[int, list]:
+    users: dict[int, list] = defaultdict(list)
+    for op in module.ops:
+        for vid in op.operands:
+            users[vid].append(op)
+    return users
+
+
+def reaches_dot(vid: int, users) -> bool:
+    """Whether `vid` is a dot operand, possibly after ops that only move its elements."""
+    stack, seen = [vid], set()
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        for op in users.get(current, ()):
+            if op.canonical_name in DOTS:
+                return True
+            if op.canonical_name in MOVES and op.operands and op.operands[0] == current:
+                stack.extend(op.results)
+    return False
+
+
+def is_loaded(module, vid: int) -> bool:
+    """The value is what global loads returned, possibly moved between threads (not computed)."""
+    origins = value_flow(module).origins(vid, MOVES)
+    return bool(origins) and all(module.ops[i].canonical_name in GLOBAL_LOADS for i in origins)
+
+
+class LdsRoundTrip(Rule):
+    """Register values sent through LDS (shared memory) and read back into registers.
+
+    ## What it does
+    Reads the TTGIR and reports two kinds of register -> LDS -> register trips:
+
+    - a tile written to an LDS buffer (`ttg.local_alloc %v` or `ttg.local_store`) and read
+      back with `ttg.local_load`, unless it is a GEMM operand being staged: a tile that is
+      what a global load returned (possibly moved by `amdg.in_thread_transpose`,
+      `ttg.convert_layout`, `tt.trans` or `tt.reshape`) and that is read back as a dot operand
+      (possibly through `tt.trans`). That is how a tiled GEMM feeds its MFMA/MMA and is not
+      reported. A tile computed in registers and then put through LDS to become a dot operand
+      (a dequantized weight tile) is reported;
+    - a `ttg.convert_layout` that irscope's model of the Triton version's lowering sends
+      through LDS (data crossing warps), unless it feeds a `tt.store` (IRS302 reports those).
+
+    It names the layout written and the layout read, with irscope's layout summaries, the
+    ops and their TTGIR lines, and the kernel's Python line. A trip whose LDS write is inside
+    a loop is a warning, since it repeats every iteration; one outside loops is info. Copies
+    of one trip that the software pipeliner made (the loop body and its peeled last
+    iteration) are one finding.
+
+    ## Why is this bad?
+    An LDS round trip is an LDS write, a barrier and an LDS read on the path between two
+    register computations, plus the LDS it occupies. The ROCm guide's "IR analysis" section
+    reads exactly this out of TTGIR for an int4-KV dequantization: values computed in
+    registers, stored in LDS for a transpose, loaded back, and stored again to become a dot
+    operand, "it uses the LDS twice". Inside a loop the trip is paid every iteration, and a
+    computed tile must be written and read back in the same iteration, right before the dot.
+
+    ## Example
+    The int4 weight-only GEMM (fixture `int4_gemm`, Triton 3.6, gfx942) dequantizes B in
+    registers on kernel line 40, `b = (b.to(tl.float16) - 8.0) * scale[None, :]`. The TTGIR
+    then sends the f16 tile through LDS inside the K loop:
+
+        %b_92 = ttg.local_alloc %b_91 : (tensor<64x64xf16, #linear>) -> !ttg.memdesc<64x64xf16, #shared1, #smem>
+        %b_93 = ttg.local_load %b_92 : !ttg.memdesc<64x64xf16, #shared1, #smem>
+                -> tensor<64x64xf16, #ttg.dot_op<{opIdx = 1, parent = #mma, kWidth = 4}>>
+
+    and the loop in the `.amdgcn` does 8 `ds_write_b32`, `s_waitcnt lgkmcnt(0)`, `s_barrier`
+    and 4 `ds_read_b64` right before `v_mfma_f32_32x32x8_f16`. The A tile of the same loop
+    (loaded, stored, read back as a dot operand) is staging and is not reported.
+
+    ## How to fix it in the kernel
+    Triton chooses where layouts change; what you control is the shape of the computation
+    before the consumer. For a computed dot operand, keep the work before the dot elementwise
+    on the tile as loaded (for quantized weights: pack them offline in the order the dot
+    operand reads them, so no `tl.join`/`tl.permute`/`tl.reshape` interleave runs in the
+    loop), which leaves Triton the option to stage the narrow raw tile and compute after the
+    LDS read; recheck the TTGIR: the `local_alloc` should then take the raw integer tile. For
+    a `convert_layout` through LDS, find the op at the Python line that wants the other layout
+    (a reduction broadcast back, a `tl.trans`/`tl.reshape`/`tl.permute`, a dot operand) and
+    make the two sides agree, or move the conversion out of the loop.
+    """
+
+    code = "IRS301"
+    slug = "lds-round-trip"
+    summary = "register values put through LDS and read back (round trips, convert_layout via LDS)"
+    severity = "warning"
+    stages = ("ttgir",)
+
+    def check(self, ctx):
+        facts = ctx.layout_facts
+        if facts is None:
+            return []
+        module = facts.module
+        user_file = kernel_file(module)
+        return self._round_trips(ctx, facts, module, user_file) + self._conversions(ctx, facts, module, user_file)
+
+    # -- ttg.local_alloc / local_store ... local_load ------------------------------------
+    def _round_trips(self, ctx, facts, module, user_file):
+        users = users_of(module)
+        mem = memory_word(ctx)
+        groups: dict[tuple, list] = defaultdict(list)
+        for trip in facts.round_trips:
+            writers = [module.ops[i] for i in trip.writers]
+            readers = [module.ops[i] for i in trip.readers]
+            if not writers or not readers or not all(r.results for r in readers):
+                continue
+            loaded = all(is_loaded(module, w.operands[0]) for w in writers)
+            as_dot = all(reaches_dot(r.results[0], users) for r in readers)
+            if loaded and as_dot:
+                continue  # a GEMM operand staged through LDS
+            key = (trip.stored_layout, trip.shared_layout, trip.loaded_layout, trip.element, trip.shape,
+                   trip.python_lines)
+            groups[key].append((trip, writers, readers, loaded, as_dot))
+        findings = []
+        for members in groups.values():
+            _, writers0, readers0, loaded, as_dot = members[0]
+            writers = sorted({w.index: w for _, ws, _, _, _ in members for w in ws}.values(), key=lambda o: o.line)
+            readers = sorted({r.index: r for _, _, rs, _, _ in members for r in rs}.values(), key=lambda o: o.line)
+            stored_ty = module.values[writers0[0].operands[0]].type
+            shared_ty = module.values[writers0[0].results[0] if writers0[0].canonical_name == "ttg.local_alloc"
+                                      else writers0[0].operands[1]].type
+            loaded_ty = module.values[readers0[0].results[0]].type
+            looped = [w for w in writers if w.loop_depth > 0]
+            outside = [w for w in writers if w.loop_depth == 0]
+            stored = layout_name(members[0][0].stored_layout, encoding_of(stored_ty))
+            shared = layout_name(members[0][0].shared_layout, encoding_of(shared_ty))
+            read_layout = encoding_of(loaded_ty)
+            read = layout_name(members[0][0].loaded_layout, read_layout)
+            if getattr(read_layout, "name", None) == "dot_op":
+                operand = "AB"[read_layout.op_idx] if read_layout.op_idx in (0, 1) else str(read_layout.op_idx)
+                read = f"dot operand {operand}, {read},"
+            elif as_dot:
+                read = f"{read}, then moved in registers into a dot operand,"
+            origin = "loaded from global memory" if loaded else "computed in registers"
+            if looped:
+                where = f"in a loop ({lines_text(w.line for w in looped)})"
+                if outside:
+                    where += (f"; the write at {lines_text(w.line for w in outside)} is a copy outside the loop, "
+                              "from the same Python line")
+            else:
+                where = "outside loops"
+            python = python_of(module, writers[0], user_file)
+            nbytes = tile_bytes(stored_ty)
+            write_names = sorted({w.canonical_name for w in writers})
+            findings.append(self.finding(
+                ctx, stage="ttgir", path=module.path,
+                lines=[o.line for o in writers + readers], python=python,
+                severity="warning" if looped else "info",
+                message=f"{tile_text(stored_ty)} tile {origin}, layout {stored}, is written to {mem} as {shared} by "
+                        f"{'/'.join(write_names)} at {lines_text(w.line for w in writers)} and read back as {read} "
+                        f"by ttg.local_load at {lines_text(r.line for r in readers)}; {where}; {nbytes} B per trip"
+                        + (f"; Python line {python[1]}" if python else ""),
+                fix=FIX_COMPUTED_DOT if as_dot and not loaded else FIX_LAYOUT,
+                evidence={"writes": len(writers), "reads": len(readers), "writes_in_loop": len(looped),
+                          "tile_bytes": nbytes, "feeds_dot": int(as_dot), "computed": int(not loaded)},
+            ))
+        return findings
+
+    # -- ttg.convert_layout through LDS --------------------------------------------------
+    def _conversions(self, ctx, facts, module, user_file):
+        epilogue = {e.convert for e in facts.epilogue_converts if e.lowering == "shared_memory"}
+        users = users_of(module)
+        mem = memory_word(ctx)
+        findings = []
+        for conv in facts.conversions:
+            if conv.lowering != "shared_memory" or conv.op in epilogue:
+                continue
+            op = module.ops[conv.op]
+            src_ty = module.values[op.operands[0]].type
+            dst_ty = module.values[op.results[0]].type
+            if not isinstance(src_ty, TensorType) or not isinstance(dst_ty, TensorType):
+                continue
+            consumers = sorted({(u.line, u.canonical_name) for u in users.get(op.results[0], ())})
+            used = "; used by " + ", ".join(f"{name} at line {line}" for line, name in consumers) if consumers else ""
+            python = python_of(module, op, user_file)
+            looped = op.loop_depth > 0
+            source_mma = getattr(encoding_of(src_ty), "name", None) in MMA_LAYOUTS
+            atomic = any(name == "tt.atomic_rmw" for _, name in consumers)
+            fix = FIX_LAYOUT
+            if source_mma and atomic and ctx.backend == "cuda":
+                fix = ("this converts the MMA accumulator for tl.atomic_add and runs once, after the loop: usually "
+                       "small next to the loop; weigh it only if its shared memory limits occupancy")
+            elif source_mma and atomic:
+                fix = ("this converts the MMA accumulator for tl.atomic_add and runs once, after the loop; the ROCm "
+                       "guide notes that storing from the MFMA layout (OPTIMIZE_EPILOGUE=1) works with tt.store but "
+                       "not tt.atomic_add, so a split-K epilogue keeps it: weigh it only if its LDS limits occupancy")
+            nbytes = tile_bytes(dst_ty)
+            findings.append(self.finding(
+                ctx, stage="ttgir", path=module.path, lines=[op.line], python=python,
+                severity="warning" if looped else "info",
+                message=f"ttg.convert_layout of {tile_text(dst_ty)} from "
+                        f"{layout_name(conv.source, encoding_of(src_ty))} to "
+                        f"{layout_name(conv.target, encoding_of(dst_ty))} at line {op.line} goes through {mem} "
+                        f"(irscope: {conv.reason.rstrip('.')}); {'in a loop' if looped else 'outside loops'}{used}; "
+                        f"{nbytes} B tile" + (f"; Python line {python[1]}" if python else ""),
+                fix=fix,
+                evidence={"tile_bytes": nbytes, "in_loop": int(looped), "loop_depth": op.loop_depth},
+            ))
+        return findings

@@ -1,0 +1,141 @@
+"""IRS302 convert-before-store."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from irscope.ir_types import TensorType, encoding_of
+from irscope.rule import Rule
+from irscope.rules.irs301_lds_round_trip import (MMA_LAYOUTS, layout_name, lines_text, memory_word, python_of,
+                                                  tile_bytes, tile_text)
+from irscope.source_map import kernel_file
+
+# Ops that take LDS scratch or buffers of their own: with none of them in the TTGIR, the
+# kernel's whole shared-memory allocation is the epilogue conversion's scratch.
+OTHER_LDS_USERS = frozenset({"ttg.local_alloc", "tt.reduce", "tt.scan", "tt.histogram", "tt.gather",
+                             "tt.atomic_rmw", "tt.atomic_cas", "tt.print", "tt.assert"})
+
+
+class ConvertBeforeStore(Rule):
+    """A `convert_layout` through LDS right before the store to global memory.
+
+    ## What it does
+    Finds a `ttg.convert_layout` whose result, after elementwise ops only, is what a
+    `tt.store` (or buffer/descriptor store) writes, and that irscope's model of the Triton
+    version's lowering sends through LDS (shared memory on NVIDIA). It names the two layouts
+    with irscope's layout summaries, the convert and store lines in the TTGIR, the Python line
+    of the store, the tile's size and the kernel's total LDS. Converts that stay in registers
+    or use lane shuffles (gfx950's epilogue in Triton 3.6+) are not reported: they need no
+    LDS. A convert that feeds `tl.atomic_add` is IRS301's.
+
+    ## Why is this bad?
+    The ROCm guide (OPTIMIZE_EPILOGUE): by default the results of the MFMA instructions are
+    converted to a blocked layout, which gives `global_store` its maximum vector length,
+    `global_store_dwordx4`. The conversion is done with LDS as the intermediate buffer so that
+    threads can exchange data, padded to avoid bank conflicts, which usually means extra LDS
+    use and may reduce occupancy. Storing the result in the MFMA layout instead (what
+    `OPTIMIZE_EPILOGUE=1` does) reduces the efficiency of the global stores but, in the
+    guide's words, has an insignificant influence on kernel execution time; it works with
+    `tt.store` but not `tt.atomic_add`. The same trade exists on NVIDIA, where the MMA
+    accumulator goes through shared memory for coalesced stores. It is paid once per tile,
+    after the loop, so it is info: it matters when LDS limits occupancy or the epilogue shows
+    in a profile.
+
+    ## Example
+    The GEMM epilogue on sm_90 (fixture `gemm_aligned`, Triton 3.6):
+
+        %2 = ttg.convert_layout %c : tensor<128x128xf16, #mma> -> tensor<128x128xf16, #blocked>
+        tt.store %c_ptrs_87, %2, %c_mask_93 : tensor<128x128x!tt.ptr<f16>, #blocked>
+
+    becomes `st.shared.v4.b32`, `bar.sync` and `ldmatrix...shared.b16` before the `st.global`s in
+    the PTX. Without MMA: `tile_copy_nohint` (gfx942) loads its tile in
+    `blocked[1,8|8,8|4,1|1,0]` but stores in `blocked[1,1|64,1|1,4|0,1]`, because the store
+    pointers carry no contiguity facts; the `.amdgcn` does `ds_write2_b32`, `s_barrier` and
+    `ds_read2st64_b32` before its `global_store_short`s, and the kernel's 8192 B of LDS are
+    exactly that 64x64 f16 tile.
+
+    ## How to fix it in the kernel
+    From an MFMA accumulator: store from the MFMA layout (the guide's `OPTIMIZE_EPILOGUE=1`,
+    where the Triton build reads it) and accept narrower stores. On sm_90, write the tile with a
+    tensor descriptor (Triton 3.3+: `tl.make_tensor_descriptor(...).store(...)`): the accumulator
+    goes to shared memory once and TMA copies it out, with no `convert_layout` (fixture `tma_gemm`).
+    From a blocked layout: give the store pointers the facts the load had (`tl.multiple_of`,
+    `tl.max_contiguous`, 16-divisible strides, unit strides as `tl.constexpr`); in
+    `tile_copy_hint` the conversion is gone and the stores are `global_store_dwordx4`.
+    """
+
+    code = "IRS302"
+    slug = "convert-before-store"
+    summary = "convert_layout through LDS right before the global store (the epilogue's LDS round trip)"
+    severity = "info"
+    stages = ("ttgir",)
+
+    def check(self, ctx):
+        facts = ctx.layout_facts
+        if facts is None:
+            return []
+        module = facts.module
+        user_file = kernel_file(module)
+        stores: dict[int, list] = defaultdict(list)
+        for e in facts.epilogue_converts:
+            if e.lowering == "shared_memory":
+                stores[e.convert].append(module.ops[e.store])
+        lds_converts = sum(1 for c in facts.conversions if c.lowering == "shared_memory")
+        alone = lds_converts == 1 and not any(op.canonical_name in OTHER_LDS_USERS for op in module.ops)
+        shared = ctx.kernel.options.shared.value if ctx.kernel.options.shared is not None else None
+        mem = memory_word(ctx)
+        findings = []
+        for convert, store_ops in stores.items():
+            op = module.ops[convert]
+            src_ty = module.values[op.operands[0]].type
+            dst_ty = module.values[op.results[0]].type
+            if not isinstance(src_ty, TensorType) or not isinstance(dst_ty, TensorType):
+                continue
+            store_ops = sorted({s.index: s for s in store_ops}.values(), key=lambda s: s.line)
+            src_layout = encoding_of(src_ty)
+            from_mma = getattr(src_layout, "name", None) in MMA_LAYOUTS
+            python = python_of(module, store_ops[0], user_file)
+            nbytes = tile_bytes(dst_ty)
+            if shared is None:
+                total = ""
+            elif alone:
+                total = f"; the kernel's {shared} B of {mem} are this conversion's scratch (its only {mem} user)"
+            else:
+                total = f"; kernel {mem}: {shared} B in all"
+            what = "the dot result" if from_mma else "the value"
+            message = (f"ttg.convert_layout of {what}, {tile_text(dst_ty)}, from "
+                       f"{layout_name(facts_ref(op, module, 0), src_layout)} to "
+                       f"{layout_name(facts_ref(op, module, 1), encoding_of(dst_ty))} at line {op.line} goes "
+                       f"through {mem} and feeds {store_ops[0].canonical_name} at "
+                       f"{lines_text(s.line for s in store_ops)}"
+                       + (f" (Python line {python[1]})" if python else "")
+                       + f"; {nbytes} B tile{total}")
+            findings.append(self.finding(
+                ctx, stage="ttgir", path=module.path, lines=[op.line] + [s.line for s in store_ops], python=python,
+                message=message, fix=self._fix(ctx, from_mma),
+                evidence={"tile_bytes": nbytes, "kernel_lds_bytes": shared or 0, "from_mma": int(from_mma),
+                          "in_loop": int(op.loop_depth > 0)},
+            ))
+        return findings
+
+    @staticmethod
+    def _fix(ctx, from_mma: bool) -> str:
+        if not from_mma:
+            return ("the store's layout follows what Triton knows about the store pointers; give them the load's "
+                    "facts (tl.multiple_of / tl.max_contiguous, 16-divisible strides, unit strides as tl.constexpr) "
+                    "so the value can be stored in the layout it has")
+        if ctx.backend == "cuda":
+            arch = ctx.arch or ""
+            if arch.startswith("sm_") and arch[3:].isdigit() and int(arch[3:]) >= 90:
+                return ("store the tile with a tensor descriptor (Triton 3.3+: tl.make_tensor_descriptor(...).store): "
+                        "the accumulator goes to shared memory once and TMA writes it out, with no convert_layout")
+            return "it runs once per tile after the loop; weigh it only if its shared memory limits occupancy"
+        return ("store from the MFMA layout (the ROCm guide's OPTIMIZE_EPILOGUE=1, where the Triton build reads "
+                "it): no LDS round trip, narrower global stores, an insignificant cost in run time per the guide")
+
+
+def facts_ref(op, module, side: int) -> str:
+    """The layout of a convert's operand (side 0) or result (side 1) as the TTGIR writes it."""
+    vid = op.operands[0] if side == 0 else op.results[0]
+    ty = module.values[vid].type
+    return getattr(ty, "encoding_ref", None) or "?"

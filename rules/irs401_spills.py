@@ -1,0 +1,168 @@
+"""IRS401 spills."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from irscope.isa import LOCAL_LOAD, LOCAL_STORE
+from irscope.model import AmdResources, NvidiaResources
+from irscope.rule import Rule
+
+FIX = ("keep fewer values live: smaller BLOCK_M/BLOCK_N (or BLOCK_K), more num_warps for the same tile, "
+       "fewer num_stages; on AMD do not ask waves_per_eu for more waves than the registers allow, "
+       "on NVIDIA raise or drop maxnreg")
+
+
+class Spills(Rule):
+    """Registers spilled to scratch (AMD) or to local memory (NVIDIA).
+
+    ## What it does
+    Reports a kernel whose compiler ran out of registers. On AMD it reads the code object
+    metadata (`.vgpr_spill_count`, `.sgpr_spill_count`, `.private_segment_fixed_size`, the
+    scratch bytes per lane) and counts the scratch accesses in the ISA: `scratch_load_*` /
+    `scratch_store_*` on gfx942, gfx950 and RDNA, and on gfx90a the `buffer_load_dword` /
+    `buffer_store_dword` that go through the scratch descriptor. On NVIDIA it reads the
+    cubin's stack frame (`EIATTR_MIN_STACK_SIZE`, where ptxas puts register spills) and its
+    `.nv.local` section, and counts `ld.local`/`st.local` in the PTX (and `LDL`/`STL` in
+    the SASS when irscope disassembles the cubin). SGPR spills with no scratch, which LLVM
+    keeps in VGPR lanes (`v_writelane_b32`), are reported as info.
+
+    ## Why is this bad?
+    A spill turns a register access into a memory round trip: a scratch store, and later a
+    scratch load and a wait on it, through the same vector memory path as the kernel's own
+    global loads (`vmcnt` on AMD; local memory is cached in L1 on NVIDIA but still costs
+    LSU issue and latency). Spill code in a loop runs every iteration. The scratch (local)
+    memory itself is allocated per lane for every resident wave.
+
+    ## Example
+    `spill_kernel` (fixture `spill`) keeps a 64x512 fp32 tile in one wavefront across a row
+    reduction. On gfx942 (Triton 3.6) the metadata says `.vgpr_spill_count: 362` and
+    `.private_segment_fixed_size: 1452`, and the ISA has 249 scratch accesses:
+
+        scratch_store_dwordx2 off, v[8:9], off offset:16 ; 8-byte Folded Spill     (line 1071)
+        scratch_load_dwordx2 v[4:5], off, off offset:16 ; 8-byte Folded Reload     (line 5476)
+
+    On sm_90 the same kernel (16x512) has a 488-byte stack frame per thread (cuobjdump
+    `STACK:488`) and 92 `STL` / 92 `LDL` in its SASS. The GEMM built with
+    `waves_per_eu=3` (fixture `gemm_wpe3`, gfx942, Triton 3.6) spills 53 VGPRs: 39 of its
+    111 scratch accesses are in the K loop.
+
+    ## How to fix it in the kernel
+    Keep fewer values live at once: smaller `BLOCK_M`/`BLOCK_N` (or `BLOCK_K`), more
+    `num_warps` for the same tile so each thread holds less, fewer `num_stages`. Do not ask
+    `waves_per_eu` for more waves than the kernel's registers allow (it caps the register
+    budget and LLVM spills the rest); on NVIDIA raise or drop `maxnreg`. Restructure
+    reductions that hold a whole tile live (two passes over the data, or a loop over
+    chunks).
+    """
+
+    code = "IRS401"
+    slug = "spills"
+    summary = "registers spilled to scratch / local memory"
+    severity = "warning"
+    stages = ("resources",)
+
+    def check(self, ctx):
+        if isinstance(ctx.resources, AmdResources):
+            return _amd(self, ctx, ctx.resources)
+        if isinstance(ctx.resources, NvidiaResources):
+            return _nvidia(self, ctx, ctx.resources)
+        return []
+
+
+def _value(fact) -> int:
+    return int(fact.value) if fact is not None and fact.value else 0
+
+
+def _accesses(ctx, isa):
+    """(program, [(instruction, in a loop)]) of the scratch/local accesses of one assembly."""
+    program = ctx.program(isa)
+    if program is None:
+        return None, []
+    found = []
+    for fn in program.functions:
+        local = [i for i in fn.instructions if i.kind in (LOCAL_LOAD, LOCAL_STORE)]
+        if local:
+            depth = ctx.graph(program, fn).instruction_depth
+            found.extend((i, depth[i.index] > 0) for i in local)
+    return program, found
+
+
+def _describe(found, what: str) -> tuple[str, tuple[str, int] | None]:
+    """'249 scratch accesses (125 loads, 124 stores; none in a loop), most (122) attributed to line 26'."""
+    loads = sum(1 for i, _ in found if i.kind == LOCAL_LOAD)
+    in_loop = sum(1 for _, looped in found if looped)
+    where = f"{in_loop} in loops" if in_loop else "none in a loop"
+    # Spill code takes the debug location of the code it was inserted for: name the line most
+    # of it belongs to, from the accesses in loops when there are any.
+    pool = [i for i, looped in found if looped] or [i for i, _ in found]
+    lines = Counter((i.source.file, i.source.line) for i in pool if i.source is not None)
+    text = f"{len(found)} {what} ({loads} loads, {len(found) - loads} stores; {where})"
+    if not lines:
+        return text, None
+    (file, line), n = lines.most_common(1)[0]
+    return text + f", most ({n}) attributed to line {line}", (file, line)
+
+
+def _amd(rule, ctx, res: AmdResources):
+    vgprs, sgprs, scratch = _value(res.vgpr_spill), _value(res.sgpr_spill), _value(res.scratch_bytes)
+    program, found = _accesses(ctx, "amdgcn")
+    if not (vgprs or sgprs or scratch or found):
+        return []
+    facts = [f for f in (res.vgpr_spill, res.sgpr_spill, res.scratch_bytes) if f is not None and f.value]
+    path = program.path if program is not None else facts[0].origin.path
+    meta_lines = [f.origin.line for f in facts if f.origin.line is not None and f.origin.path == path]
+    evidence = {"vgpr_spills": vgprs, "sgpr_spills": sgprs, "scratch_bytes": scratch, "accesses": len(found),
+                "in_loop": sum(1 for _, looped in found if looped)}
+    if not found and not scratch:  # SGPR spills only: LLVM parks them in VGPR lanes, not in memory
+        return [rule.finding(
+            ctx, stage="amdgcn", path=path, lines=meta_lines, severity="info", evidence=evidence,
+            message=f"{sgprs} SGPRs spilled (.sgpr_spill_count) with no scratch (.private_segment_fixed_size 0): "
+                    f"LLVM keeps them in VGPR lanes (v_writelane_b32 / v_readlane_b32), which costs VALU "
+                    f"instructions and VGPRs rather than memory traffic",
+            fix="lower the SGPR pressure: fewer distinct pointers, strides and loop bounds live at once "
+                "(tl.constexpr strides, fewer kernel arguments)")]
+    parts = []
+    if vgprs:
+        parts.append(f"{vgprs} VGPRs spilled (.vgpr_spill_count)")
+    if sgprs:
+        parts.append(f"{sgprs} SGPRs spilled (.sgpr_spill_count)")
+    parts.append(f"{scratch} B of scratch per lane (.private_segment_fixed_size)")
+    message = ", ".join(parts)
+    python = None
+    if found:
+        text, python = _describe(found, "scratch accesses")
+        message += f": {text}"
+    return [rule.finding(ctx, stage="amdgcn", path=path, lines=[i.line for i, _ in found] + meta_lines,
+                         python=python, message=message, fix=FIX, evidence=evidence)]
+
+
+def _nvidia(rule, ctx, res: NvidiaResources):
+    stack, local = _value(res.stack_bytes), _value(res.local_bytes)
+    ptx, in_ptx = _accesses(ctx, "ptx")
+    sass, in_sass = _accesses(ctx, "sass")
+    if not (stack or local or in_ptx or in_sass):
+        return []
+    cubin = next((f.origin.path for f in (res.stack_bytes, res.local_bytes) if f is not None), None)
+    parts = []
+    if stack:
+        parts.append(f"a {stack}-byte stack frame per thread (EIATTR_MIN_STACK_SIZE in the cubin)")
+    if local:
+        parts.append(f"{local} B of static local memory (.nv.local)")
+    message = " and ".join(parts) or "local memory"
+    if ptx is not None and not in_ptx:
+        calls = any(i.opcode.split(".")[0] == "call" for fn in ptx.functions for i in fn.instructions)
+        message += ": the PTX has no ld.local/st.local, so it holds what ptxas spilled" + \
+            (" and the frames of its calls" if calls else "")
+    evidence = {"stack_bytes": stack, "local_bytes": local, "ptx_accesses": len(in_ptx),
+                "sass_accesses": len(in_sass)}
+    # Point at the instructions when an assembly has them: SASS (the spills themselves), else PTX.
+    program, found, what = (sass, in_sass, "LDL/STL") if in_sass else (ptx, in_ptx, "ld.local/st.local")
+    if found:
+        text, python = _describe(found, f"{what} accesses")
+        message += f"; {text}"
+        evidence["in_loop"] = sum(1 for _, looped in found if looped)
+        return [rule.finding(ctx, stage=program.isa, path=program.path, lines=[i.line for i, _ in found],
+                             python=python, message=message, fix=FIX, evidence=evidence)]
+    return [rule.finding(ctx, stage="cubin", path=cubin or ctx.kernel.directory, fix=FIX, evidence=evidence,
+                         message=message + " (`irscope scan --sass` lists the STL/LDL)")]

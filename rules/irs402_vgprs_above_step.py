@@ -1,0 +1,86 @@
+"""IRS402 vgprs-above-step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from irscope.rule import Rule
+
+# The largest cut reported, in VGPRs: one allocation granule on CDNA (8 on gfx90a/942/950, the
+# smallest change that can move the allocation at all; a third of one on RDNA's 24). The ROCm
+# guide's example is 170 VGPRs against the 168 step; the waves_per_eu=3 fixture (216 -> 168, a
+# 48-VGPR cut) shows what a large cut costs: LLVM met the budget by spilling 53 VGPRs.
+MAX_CUT = 8
+STAGES = {".amdgcn": "amdgcn", ".json": "json", ".cubin": "cubin", ".ptx": "ptx"}
+
+
+def input_artifact(ctx, name: str) -> dict:
+    """stage/path/lines of the artifact line an occupancy input was read from (e.g. `.vgpr_count`)."""
+    origin = next(i.origin for i in ctx.occupancy.inputs if i.name == name)
+    return {"stage": STAGES.get(Path(origin.path).suffix, "occupancy"), "path": origin.path,
+            "lines": [origin.line] if origin.line is not None else []}
+
+
+class VgprsAboveStep(Rule):
+    """VGPR use a few registers above an occupancy step.
+
+    ## What it does
+    Reports an AMD kernel whose occupancy is limited by VGPRs and which would gain a wave
+    per SIMD by using at most 8 VGPRs fewer (one allocation granule on CDNA). It reads the
+    unified `.vgpr_count` (architectural VGPRs and AGPRs) and the step irscope's occupancy
+    calculator finds for it. A step that needs another resource (LDS) cut as well is left
+    to IRS403; a larger cut is not cheap and is not reported.
+
+    ## Why is this bad?
+    VGPRs are allocated in granules of 8 out of a 512-entry file per SIMD lane on gfx90a,
+    gfx942 and gfx950, so occupancy falls in steps: 168 VGPRs fit 3 waves per SIMD, 170
+    (allocated as 176) fit only 2. A kernel just above a step pays a whole wave of latency
+    hiding for a handful of registers, which the compiler can usually save by rescheduling
+    or rematerializing, without spilling. The ROCm guide names this case as the one where
+    `waves_per_eu` helps: occupancy limited by VGPRs, and VGPR use only a few above a step.
+
+    ## Example
+    `matmul_autotuned_kernel` (fixture `autotune_gemm`, 64x64 config, gfx942, Triton 3.6 and
+    3.9) has `.vgpr_count: 72`: 512 // 72 = 7 waves per SIMD, while 64 VGPRs would fit 8.
+    `matmul_kernel` with num_warps=16 (fixture `gemm_nw16`) has 71: 7 waves per SIMD give 28
+    wave slots per CU and hold one 16-wave workgroup (4 waves per SIMD); at 64 VGPRs two
+    workgroups fit, 8 waves per SIMD.
+
+    ## How to fix it in the kernel
+    Ask the compiler for the step: `waves_per_eu=N` (N = the waves per SIMD the step gives;
+    LLVM then keeps the kernel within 512 // N VGPRs, rounded down to the granule). Check
+    `.vgpr_spill_count` stays 0 afterwards. Otherwise keep fewer values live: a smaller
+    tile, fewer `num_stages`, or an epilogue that converts and stores in smaller pieces.
+    """
+
+    code = "IRS402"
+    slug = "vgprs-above-step"
+    summary = "VGPRs a few above an occupancy step: waves_per_eu or fewer live values gains a wave"
+    severity = "warning"
+    stages = ("occupancy",)
+    backends = ("hip",)
+
+    def check(self, ctx):
+        occ = ctx.occupancy
+        if "vgpr" not in occ.occupancy.limiters:
+            return []
+        step = next((s for s in occ.steps if s.name == "vgprs" and not s.also), None)
+        if step is None or step.now - step.to > MAX_CUT:
+            return []
+        now, unit = occ.occupancy.active, occ.occupancy.unit
+        asked = occ.input("waves_per_eu")
+        if asked is not None and asked >= step.active:
+            fix = (f"waves_per_eu={asked} is already set and LLVM did not get under {step.to + 1} VGPRs: "
+                   f"keep fewer values live (smaller tiles, fewer num_stages)")
+        else:
+            fix = (f"waves_per_eu={step.active} (LLVM then budgets at most {step.to} VGPRs), or keep fewer values "
+                   f"live; check .vgpr_spill_count stays 0")
+        return [self.finding(
+            ctx, **input_artifact(ctx, "vgprs"), fix=fix,
+            # 5 or more waves per SIMD usually hide latency already: one more is a small gain.
+            severity="warning" if now <= occ.occupancy.max_active // 2 else "info",
+            message=f"{step.now} VGPRs (.vgpr_count) are {step.now - step.to} above an occupancy step: at most "
+                    f"{step.to} give {step.active} {unit} instead of {now}",
+            evidence={"vgprs": step.now, "step_vgprs": step.to, "cut": step.now - step.to, "active": now,
+                      "active_after": step.active},
+        )]

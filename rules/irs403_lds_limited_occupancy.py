@@ -1,0 +1,101 @@
+"""IRS403 lds-limited-occupancy."""
+
+from __future__ import annotations
+
+from irscope.occupancy_amd import AMD_ARCHES
+from irscope.occupancy import occupancy_for
+from irscope.occupancy_nvidia import nvidia_arch
+from irscope.rule import Rule
+from irscope.rules.irs402_vgprs_above_step import input_artifact
+
+WHAT = {"lds": "workgroup", "shared": "block"}
+NAMES = {"vgprs": "VGPRs", "sgprs": "SGPRs", "registers": "registers per thread", "barriers": "named barriers"}
+
+
+class LdsLimitedOccupancy(Rule):
+    """Occupancy limited by LDS (shared memory) per workgroup.
+
+    ## What it does
+    Reports a kernel whose LDS per workgroup (AMD: Triton's dynamic `shared` plus any static
+    LDS) or shared memory per block (NVIDIA: dynamic `shared`, static shared and the 1 KiB
+    reserve) is what stops a CU (SM) from holding more of its workgroups, while occupancy is
+    below the hardware's maximum. It names the step irscope's occupancy calculator finds:
+    the most bytes that reach the next occupancy, and how many bytes that is less. When
+    another resource (VGPRs, registers) binds at the same point, the finding is info and
+    says that both must be cut.
+
+    ## Why is this bad?
+    A CU holds only as many workgroups as fit in its LDS: 64 KiB on gfx90a and gfx942 in
+    512 B granules, 160 KiB on gfx950 in 1280 B granules. A gfx942 GEMM with 32 KiB of LDS
+    runs 2 workgroups per CU, 2 waves per SIMD with 4-wave workgroups, whatever its VGPRs
+    allow; LLVM's `; Occupancy:` comment never sees Triton's dynamic LDS, so it does not say
+    so. Fewer waves per SIMD leave less work to switch to while loads are in flight.
+    Pipelining (`num_stages`) spends LDS to hide latency in another way: the trade-off is
+    worth measuring, not assuming.
+
+    ## Example
+    `matmul_kernel` with `waves_per_eu=3` (fixture `gemm_wpe3`, gfx942, Triton 3.6 and 3.9)
+    got its 168 VGPRs (3 waves), but `shared` is 32768 B: 65536 // 32768 = 2 workgroups, 2
+    waves per SIMD. At 21504 B (11264 B less) 3 workgroups fit. `tile_copy_kernel` (fixture
+    `tile_copy_nohint`, Triton 3.2) uses 8320 B, allocated as 8704: 7 workgroups, 7 waves;
+    128 B less gives 8.
+
+    ## How to fix it in the kernel
+    Cut the LDS per workgroup: fewer `num_stages` (each stage keeps a copy of the A and B
+    tiles), a smaller `BLOCK_K`, or smaller `BLOCK_M`/`BLOCK_N` tiles. When VGPRs bind as
+    well, cut both (`waves_per_eu` for the VGPRs).
+    """
+
+    code = "IRS403"
+    slug = "lds-limited-occupancy"
+    summary = "LDS / shared memory per workgroup limits occupancy: bytes to cut for the next step"
+    severity = "warning"
+    stages = ("occupancy",)
+
+    def check(self, ctx):
+        occ = ctx.occupancy
+        o = occ.occupancy
+        limiter = next((r for r in ("lds", "shared") if r in o.limiters), None)
+        if limiter is None or o.active >= o.max_active:
+            return []
+        step = next((s for s in occ.steps if s.name == limiter), None)
+        if step is None:  # a slot limit binds at the same point: cutting LDS gains nothing
+            return []
+        group = WHAT[limiter]
+        count = o.allowed(limiter)
+        if limiter == "lds":
+            arch = AMD_ARCHES.get(o.arch)
+            where = "WGP" if arch is not None and arch.wave_size == 32 else "CU"
+            what = f"{step.now} B of LDS per workgroup"
+            pool = f"in the {where}'s {arch.lds_pool // 1024} KiB" if arch is not None else f"per {where}"
+        else:
+            nv = nvidia_arch(o.arch)
+            static = occ.input("static_shared") or 0
+            extra = [f"{static} B static"] if static else []
+            extra += [f"the {nv.reserved_shared} B reserve"] if nv is not None else []
+            what = f"{step.now} B of dynamic shared memory per block"
+            what += f" (plus {' and '.join(extra)})" if extra else ""
+            pool = "per SM"
+        others = [s for s in occ.steps if s.name in step.also]
+        after = step.active
+        if others:  # what the cuts give together, from the calculator itself
+            values = {i.name: i.value for i in occ.inputs} | {s.name: s.to for s in (step, *others)}
+            after = occupancy_for(o.arch, values).occupancy.active
+        message = (f"{what} fit {count} {group}{'s' if count != 1 else ''} {pool}: {o.active} {o.unit} of "
+                   f"{o.max_active}; at most {step.to} B ({step.now - step.to} less) give {after}")
+        stages = ctx.kernel.options.num_stages
+        fix = f"fewer num_stages (now {stages.value})" if stages is not None else "fewer num_stages"
+        fix += ", a smaller BLOCK_K or smaller tiles"
+        if others:
+            cuts = " and ".join(f"{NAMES.get(s.name, s.name)} to {s.to} (now {s.now})" for s in others)
+            message += f" only with {cuts} as well: both bind at {o.active}"
+            fix += "; cut " + " and ".join(f"{NAMES.get(s.name, s.name)} to {s.to}" for s in others) + " too"
+        # Info where LDS is not alone, on NVIDIA (pipelined GEMMs trade occupancy for stages by
+        # design), and at 5+ waves per SIMD, which usually hide latency already.
+        alone = not step.also and limiter == "lds" and o.active <= o.max_active // 2
+        return [self.finding(
+            ctx, **input_artifact(ctx, limiter), fix=fix, severity="warning" if alone else "info",
+            message=message,
+            evidence={"bytes": step.now, "step_bytes": step.to, "cut": step.now - step.to, "active": o.active,
+                      "active_after": after, "groups": o.allowed(limiter)},
+        )]

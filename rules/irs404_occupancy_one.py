@@ -1,0 +1,96 @@
+"""IRS404 occupancy-one."""
+
+from __future__ import annotations
+
+from irscope.occupancy_amd import AMD_ARCHES
+from irscope.occupancy_nvidia import SUB_PARTITIONS
+from irscope.rule import Rule
+from irscope.rules.irs402_vgprs_above_step import input_artifact
+
+# The input that sets each limiter: the artifact line the finding points at.
+INPUT_OF = {"vgpr": "vgprs", "sgpr": "sgprs", "lds": "lds", "slots": "warps", "registers": "registers",
+            "shared": "shared", "warps": "warps", "blocks": "warps", "barriers": "barriers"}
+WORDS = {"vgprs": "VGPRs (.vgpr_count)", "sgprs": "SGPRs (.sgpr_count)", "lds": "B of LDS per workgroup",
+         "warps": "warps per workgroup", "registers": "registers per thread (cubin)",
+         "shared": "B of dynamic shared memory per block", "barriers": "named barriers"}
+
+
+class OccupancyOne(Rule):
+    """One wave per SIMD (one warp per SM scheduler): nothing hides latency.
+
+    ## What it does
+    Reports a kernel whose occupancy is one wave per SIMD on AMD, or at most 4 warps per SM
+    on NVIDIA (an SM has 4 warp schedulers, one per sub-partition, and a block's warps are
+    spread over them: 4 resident warps leave each scheduler at most one). It names the
+    resource that sets the limit, at the artifact line it was read from (`.vgpr_count`,
+    the metadata json's `shared`, the cubin's register count), and the step irscope's
+    occupancy calculator finds to reach two.
+
+    ## Why is this bad?
+    A SIMD switches between its resident waves to hide the latency of memory, LDS and MFMA
+    results. With one wave there is nothing to switch to: every `s_waitcnt vmcnt` stalls
+    the SIMD for the full memory latency (hundreds of cycles on MI300), and only the
+    instruction-level parallelism inside the one wave (software pipelining, independent
+    MFMAs) keeps it busy. The same holds for an NVIDIA scheduler with one warp.
+
+    ## Example
+    `spill_kernel` (fixture `spill`, gfx942, Triton 3.0 to 3.9) uses all 512 VGPRs
+    (`.vgpr_count: 512`, 256 VGPRs and 256 AGPRs): one wave per SIMD. `matmul_kernel` with
+    runtime strides (fixture `gemm_unaligned`, gfx942, Triton 3.6 and 3.9) has
+    `.vgpr_count: 308`: 512 // 312 = 1 wave per SIMD, where 256 VGPRs would give 2.
+
+    ## How to fix it in the kernel
+    Cut what the limiter names. VGPRs: smaller `BLOCK_M`/`BLOCK_N`, more `num_warps` for
+    the same tile, better pointer facts (`tl.multiple_of`, `tl.constexpr` unit strides: the
+    unaligned GEMM's 2-byte loads cost VGPRs), then `waves_per_eu=2` to hold the compiler
+    to 256. LDS / shared memory: fewer `num_stages`, a smaller `BLOCK_K`. NVIDIA registers:
+    `maxnreg`, smaller tiles.
+    """
+
+    code = "IRS404"
+    slug = "occupancy-one"
+    summary = "one wave per SIMD (one warp per SM scheduler): nothing hides latency"
+    severity = "warning"
+    stages = ("occupancy",)
+
+    def check(self, ctx):
+        occ = ctx.occupancy
+        o = occ.occupancy
+        if o.unit == "waves/SIMD":
+            if o.active != 1:
+                return []
+            state = "1 wave per SIMD"
+        elif o.unit == "warps/SM":
+            if o.active > SUB_PARTITIONS:
+                return []
+            state = f"{o.active} warp{'s' if o.active != 1 else ''} per SM, at most one per scheduler"
+        else:
+            return []
+        names = [INPUT_OF[r] for r in o.limiters if INPUT_OF.get(r) and occ.input(INPUT_OF[r]) is not None]
+        if not names:
+            return []
+        name = names[0]
+        limit = " and ".join(f"{occ.input(n)} {WORDS.get(n, n)}" for n in dict.fromkeys(names))
+        step = next((s for s in occ.steps if s.name == name), None) or next(iter(occ.steps), None)
+        unit = "workgroup" if o.unit == "waves/SIMD" else "block"
+        message = f"{state}: {limit} limit the {_where(o)} to {o.groups} {unit}{'s' if o.groups != 1 else ''}"
+        spilled = getattr(ctx.resources, "vgpr_spill", None)
+        if step is not None and step.name == "vgprs" and spilled is not None and spilled.value:
+            message += (f"; {step.to} VGPRs would give {step.active} {o.unit}, but it already spills {spilled.value} "
+                        f"VGPRs: cut live values, not the register budget")
+        elif step is not None:
+            message += f"; {step.hint}"
+        return [self.finding(
+            ctx, **input_artifact(ctx, name), message=message,
+            fix="cut what limits it: registers with smaller tiles or more num_warps (then "
+                + ("maxnreg" if o.unit == "warps/SM" else "waves_per_eu=2")
+                + "), LDS / shared memory with fewer num_stages or a smaller BLOCK_K",
+            evidence={"active": o.active, "groups": o.groups, name: occ.input(name)},
+        )]
+
+
+def _where(o) -> str:
+    if o.unit == "warps/SM":
+        return "SM"
+    arch = AMD_ARCHES.get(o.arch)
+    return "WGP" if arch is not None and arch.wave_size == 32 else "CU"

@@ -1,0 +1,73 @@
+"""IRS601 grid-too-small: launches are not recorded yet, so it never runs on the fixtures.
+
+The last test runs its check against a real fixture's occupancy with a stand-in for the
+future `ctx.launch` (grid, compute_units, path, line), so the arithmetic is tested now.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from conftest import FIXTURES, load_manifest, rule_findings
+
+from irscope.rules.irs601_grid_too_small import GridTooSmall
+
+VERSIONS = ("3.6", "3.9")
+
+
+@pytest.fixture(scope="module")
+def found():
+    return {v: rule_findings(GridTooSmall, FIXTURES / "caches" / f"triton-{v}") for v in VERSIONS}
+
+
+def test_declares_the_launch_stage():
+    assert GridTooSmall.stages == ("launch",)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_silent_on_the_fixtures_without_launches(found, version):
+    assert len(found[version]) > 10
+    for report, findings in found[version].values():
+        assert findings == []
+        assert not [p for p in report.problems if "IRS601" in p.message]
+
+
+def context(version: str, fixture: str, arch: str):
+    from irscope.harvester import harvest
+    from irscope.occupancy import kernel_occupancy
+    from irscope.resources import read_resources
+    from irscope.rule_context import KernelContext
+
+    (e,) = [e for e in load_manifest()["kernels"] if e["cache"] == f"caches/triton-{version}"
+            and e["fixture"] == fixture and e["target_name"] == arch]
+    (kernel,) = harvest([FIXTURES / e["cache"] / e["dir"]]).kernels
+    resources, _ = read_resources(kernel, kernel.target)
+    occupancy, _ = kernel_occupancy(kernel, resources)
+    return KernelContext(kernel, resources, (), occupancy)
+
+
+def test_the_engine_skips_it_because_launch_is_not_recorded():
+    ctx = context("3.9", "gemm_aligned", "gfx942")
+    assert ctx.has("occupancy") and not ctx.has("launch")
+    assert GridTooSmall().check(ctx) == []  # and with no ctx.launch the check itself says nothing
+
+
+def test_check_against_a_launch_stand_in():
+    """gfx942 GEMM at 2 workgroups per CU; MI300X has 304 CUs, so 608 fit at once."""
+    ctx = context("3.9", "gemm_aligned", "gfx942")
+    assert ctx.occupancy.occupancy.groups == 2
+    rule = GridTooSmall()
+
+    def run(grid):
+        ctx.launch = SimpleNamespace(grid=grid, compute_units=304, path="bench.py", line=12)
+        return rule.check(ctx)
+
+    (f,) = run((16, 16, 1))  # M = N = 2048 with 128x128 tiles
+    assert f.severity == "warning" and (f.stage, f.path, f.line, f.python_line) == ("launch", "bench.py", 12, 12)
+    assert f.message == "grid 16x16x1 = 256 workgroups; the device holds 608 at once (304 CUs x 2): 48 CUs get none"
+    (f,) = run((512, 1, 1))
+    assert f.message.endswith("1.7 per CU where 2 fit")
+    (f,) = run((800, 1, 1))
+    assert f.severity == "info" and "under the 1024 that ROCm's guide asks for on MI300X" in f.message
+    assert run((1024, 1, 1)) == []
