@@ -93,3 +93,18 @@ def rule_findings(rule_cls, *paths):
 def pytest_addoption(parser):
     parser.addoption("--update-snapshots", action="store_true", default=False,
                      help="rewrite tests/snapshots/* from the current output instead of comparing")
+
+
+def fixture_findings(rule_cls, *paths):
+    """[(fixture name from the manifest, KernelReport, [findings of this rule])] under `paths`."""
+    fixture_of = {e["dir"]: e["fixture"] for e in load_manifest()["kernels"]}
+    return [(fixture_of.get(Path(r.kernel.directory).name), r, fs)
+            for r, fs in rule_findings(rule_cls, *paths).values()]
+
+
+def pick_fixture(found, fixture, arch, version, required=True):
+    """[(KernelReport, findings)] of one fixture built for `arch` by a Triton version starting `version`."""
+    hits = [(r, fs) for f, r, fs in found if f == fixture and r.kernel.target.arch == arch
+            and r.kernel.triton_version.value.startswith(version)]
+    assert hits or not required, (fixture, arch, version)
+    return hits

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, load_manifest, rule_findings
+from conftest import FIXTURES, fixture_findings, pick_fixture
 
 from irscope.rules.irs103_narrow_lds_access import NarrowLdsAccess
 
@@ -29,17 +29,12 @@ WIDE = re.compile(r"^\s*(ds_(?:read|write)2?(?:st64)?_b(?:64|128)|ds_read_b64_tr
 
 @pytest.fixture(scope="module")
 def found():
-    fixture_of = {e["dir"]: e["fixture"] for e in load_manifest()["kernels"]}
     caches = [FIXTURES / "caches" / f"triton-{v}" for v in ("3.0", "3.2", "3.6", "3.9")]
-    out = rule_findings(NarrowLdsAccess, *caches)
-    return [(fixture_of[Path(r.kernel.directory).name], r, fs) for r, fs in out.values()]
+    return fixture_findings(NarrowLdsAccess, *caches)
 
 
 def pick(found, fixture, arch, version, required=True):
-    hits = [(r, fs) for f, r, fs in found if f == fixture and r.kernel.target.arch == arch
-            and r.kernel.triton_version.value.startswith(version)]
-    assert hits or not required, (fixture, arch, version)
-    return hits
+    return pick_fixture(found, fixture, arch, version, required)
 
 
 def scan_text(path: str, pattern: re.Pattern) -> list[tuple[int, str, int | None, bool]]:

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, load_manifest, rule_findings
+from conftest import FIXTURES, fixture_findings, pick_fixture
 
 from irscope.isa_graph import FunctionGraph
 from irscope.parsers.amdgcn import parse_amdgcn
@@ -30,17 +30,12 @@ COMMENT = re.compile(r"^\s*(;|//)")
 
 @pytest.fixture(scope="module")
 def found():
-    fixture_of = {e["dir"]: e["fixture"] for e in load_manifest()["kernels"]}
     caches = [FIXTURES / "caches" / f"triton-{v}" for v in ("3.0", "3.2", "3.6", "3.9")]
-    out = rule_findings(BarriersPerIteration, *caches)
-    return [(fixture_of[Path(r.kernel.directory).name], r, fs) for r, fs in out.values()]
+    return fixture_findings(BarriersPerIteration, *caches)
 
 
 def pick(found, fixture, arch, version, required=True):
-    hits = [(r, fs) for f, r, fs in found if f == fixture and r.kernel.target.arch == arch
-            and r.kernel.triton_version.value.startswith(version)]
-    assert hits or not required, (fixture, arch, version)
-    return hits
+    return pick_fixture(found, fixture, arch, version, required)
 
 
 def loop_lines(path: str, pattern: re.Pattern) -> list[int]:

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, load_manifest, rule_findings
+from conftest import FIXTURES, fixture_findings, pick_fixture
 
 from irscope.rules.irs301_lds_round_trip import LdsRoundTrip
 
@@ -24,17 +24,11 @@ STAGING_KERNELS = ("gemm_aligned", "gemm_unaligned", "gemm_mfma16", "gemm_mfma32
 
 @pytest.fixture(scope="module")
 def reports():
-    fixture_of = {e["dir"]: e["fixture"] for e in load_manifest()["kernels"]}
-    out = []
-    for version in VERSIONS:
-        for report, findings in rule_findings(LdsRoundTrip, FIXTURES / "caches" / f"triton-{version}").values():
-            out.append((fixture_of.get(Path(report.kernel.directory).name), report, findings))
-    return out
+    return fixture_findings(LdsRoundTrip, *(FIXTURES / "caches" / f"triton-{v}" for v in VERSIONS))
 
 
 def pick(reports, fixture, arch, version):
-    return [(r, fs) for f, r, fs in reports if f == fixture and r.kernel.target.arch == arch
-            and r.kernel.triton_version.value.startswith(version)]
+    return pick_fixture(reports, fixture, arch, version, required=False)
 
 
 def ttgir_lines(report) -> list[str]:
