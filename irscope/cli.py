@@ -1,7 +1,8 @@
 """The `irscope` command line.
 
 Exit codes (docs: README "Exit codes"):
-  0  the scan ran; kernels that could not be read are listed as problems
+  0  the command ran; kernels that could not be read are listed as problems
+  1  `diff --fail-on regression`: a kernel pair regressed
   2  unusable input: a missing path, nothing that is a Triton kernel, a bad argument
 """
 
@@ -13,6 +14,7 @@ import sys
 from irscope import __version__
 
 EXIT_OK = 0
+EXIT_REGRESSION = 1
 EXIT_USAGE = 2
 
 
@@ -47,6 +49,24 @@ def _parser() -> argparse.ArgumentParser:
                            "or CUDA's) and count its SASS instructions")
     _selection_flags(scan)
     scan.set_defaults(func=_cmd_scan)
+
+    diff = sub.add_parser(
+        "diff", help="compare two builds: resources, occupancy, instruction mix, findings, layouts",
+        description="Pair the kernels of BEFORE and AFTER (cache directories, kernel directories or saved "
+                    "JSON reports) and show what changed. Exit 1 with --fail-on regression when a pair "
+                    "regressed (README: Exit codes).")
+    diff.add_argument("before", metavar="BEFORE")
+    diff.add_argument("after", metavar="AFTER")
+    diff.add_argument("--pair", action="append", default=[], metavar="A=B",
+                      help="pair these two kernels (a key, a name, or name@arch on each side)")
+    diff.add_argument("--stage", choices=("ttir", "ttgir", "llir", "amdgcn", "ptx"),
+                      help="also show a text diff of this stage, with names, registers, labels and locations "
+                           "normalized")
+    diff.add_argument("--json", metavar="FILE", help="write the whole diff as JSON to FILE ('-' for stdout)")
+    diff.add_argument("--fail-on", choices=("regression",),
+                      help="exit 1 when any pair regressed ([tool.irscope] regression picks the checks)")
+    _selection_flags(diff)
+    diff.set_defaults(func=_cmd_diff)
 
     rules = sub.add_parser("rules", help="list the rules: code, slug, severity, what each finds",
                            description="List every registered rule (irscope's own and any installed plugin's).")
@@ -201,6 +221,78 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
         out.print(occupancy_table(title, occ))
         out.print()
     return EXIT_OK if results else EXIT_USAGE
+
+
+def _load_side(path: str, selection):
+    """A saved report (`*.json` holding a Report), or a scan of a directory or artifact."""
+    from pathlib import Path
+
+    from irscope.pipeline import scan
+    from irscope.report import Report
+
+    if path.endswith(".json") and Path(path).is_file():
+        import json
+
+        text = Path(path).read_text(errors="replace")
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and data.get("schema") == "irscope.report":
+            return Report.from_json(text, path)
+    return scan(path, rules=selection)
+
+
+def _cmd_diff(args: argparse.Namespace) -> int:
+    import json
+
+    from irscope.diff import diff_reports, load_policy
+    from irscope.harvester import HarvestError
+    from irscope.render.diff import render
+    from irscope.report import ReportError
+    from irscope.rule_engine import RuleConfigError
+    from irscope.serde import to_data
+    from irscope.stage_diff import stage_diff
+
+    pairs = []
+    for text in args.pair:
+        a, sep, b = text.partition("=")
+        if not sep or not a or not b:
+            _error(f"--pair {text!r}: expected A=B")
+            return EXIT_USAGE
+        pairs.append((a, b))
+    try:
+        selection = _selection(args)
+        policy = load_policy()
+        before, after = _load_side(args.before, selection), _load_side(args.after, selection)
+        report = diff_reports(before, after, tuple(pairs), policy)
+    except (HarvestError, ReportError, RuleConfigError, ValueError) as exc:
+        _error(str(exc))
+        return EXIT_USAGE
+    if not report.pairs and not report.only_before and not report.only_after:
+        _error(f"no Triton kernels found in {args.before} or {args.after}")
+        return EXIT_USAGE
+    stages = None
+    if args.stage:
+        kernels = {k.kernel.key: k.kernel for k in (*before.kernels, *after.kernels)}
+        stages = {}
+        for p in report.pairs:
+            a, b = kernels[p.before_key].artifact(args.stage), kernels[p.after_key].artifact(args.stage)
+            stages[p.after_key] = stage_diff(a.path, b.path) if a and b else [f"(no .{args.stage} on both sides)"]
+    if args.json:
+        data = {"schema": "irscope.diff", "schema_version": 1, **to_data(report)}
+        if stages is not None:
+            data["stage_diffs"] = {"stage": args.stage, "lines": stages}
+        text = json.dumps(data, indent=1) + "\n"
+        if args.json == "-":
+            sys.stdout.write(text)
+        else:
+            from pathlib import Path
+
+            Path(args.json).write_text(text)
+    if args.json != "-":
+        render(report, _console(), stages)
+    return EXIT_REGRESSION if args.fail_on == "regression" and report.regressed else EXIT_OK
 
 
 def _cmd_rules(args: argparse.Namespace) -> int:

@@ -201,6 +201,7 @@ class KernelReport:
     mix: tuple[InstructionMix, ...] = ()  # one per assembly read: AMDGCN, or PTX (and SASS)
     occupancy: KernelOccupancy | None = None
     findings: tuple[Finding, ...] = ()  # what the rules found, most serious first
+    layouts: LayoutSummary | None = None  # the TTGIR's conversions and LDS round trips
 
     @property
     def ok(self) -> bool:
@@ -211,3 +212,4 @@ class KernelReport:
 from irscope.instruction_mix import InstructionMix  # noqa: E402
 from irscope.occupancy import KernelOccupancy  # noqa: E402
 from irscope.findings import Finding  # noqa: E402
+from irscope.layout_summary import LayoutSummary  # noqa: E402

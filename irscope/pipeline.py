@@ -11,6 +11,7 @@ from irscope import __version__
 from irscope.assembly import read_assembly
 from irscope.harvester import harvest
 from irscope.instruction_mix import instruction_mix
+from irscope.layout_summary import summarize
 from irscope.model import Kernel, KernelReport, Problem
 from irscope.occupancy import kernel_occupancy
 from irscope.report import Report
@@ -57,6 +58,7 @@ def analyze_kernel(kernel: Kernel, problems: Sequence[Problem] = (), sass: bool 
     occupancy, unknown = kernel_occupancy(kernel, resources) if resources is not None else (None, [])
     context = KernelContext(kernel, resources, assembly.programs, occupancy)
     findings, rule_problems = run_rules(context, rules)
+    layouts = summarize(context.layout_facts) if context.layout_facts is not None else None
     return KernelReport(kernel=kernel, resources=resources, problems=tuple(problems) + tuple(more)
                         + assembly.problems + tuple(unknown) + tuple(rule_problems), mix=mix, occupancy=occupancy,
-                        findings=tuple(findings))
+                        findings=tuple(findings), layouts=layouts)

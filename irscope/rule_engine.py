@@ -23,7 +23,7 @@ from irscope.rule import Rule
 from irscope.rule_context import KernelContext
 
 ENTRY_POINT_GROUP = "irscope.rules"
-CONFIG_KEYS = frozenset({"select", "ignore", "per-kernel-ignores"})
+CONFIG_KEYS = frozenset({"select", "ignore", "per-kernel-ignores", "regression", "regression-severity"})
 
 
 class RuleConfigError(ValueError):
@@ -106,15 +106,24 @@ def _best(selectors: Iterable[str], rule: type[Rule]) -> int:
     return max(lengths, default=-1)
 
 
-def load_config(start: Path | None = None) -> RuleSelection:
-    """`[tool.irscope]` from the nearest pyproject.toml at or above `start` (default: cwd)."""
+def config_table(start: Path | None = None) -> tuple[dict, str] | None:
+    """(`[tool.irscope]`, its pyproject.toml) from the nearest one at or above `start` (default: cwd)."""
     for directory in [p := (start or Path.cwd()).resolve(), *p.parents]:
         pyproject = directory / "pyproject.toml"
         if pyproject.is_file():
             table = _tool_table(pyproject)
             if table is not None:
-                return _selection_from(table, str(pyproject))
-    return RuleSelection()
+                unknown = set(table) - CONFIG_KEYS
+                if unknown:
+                    raise RuleConfigError(f"{pyproject}: [tool.irscope] has unknown key(s) {sorted(unknown)}; "
+                                          f"known: {sorted(CONFIG_KEYS)}")
+                return table, str(pyproject)
+    return None
+
+
+def load_config(start: Path | None = None) -> RuleSelection:
+    found = config_table(start)
+    return _selection_from(*found) if found else RuleSelection()
 
 
 def _tool_table(pyproject: Path) -> dict | None:
@@ -130,11 +139,6 @@ def _tool_table(pyproject: Path) -> dict | None:
 
 
 def _selection_from(table: dict, source: str) -> RuleSelection:
-    unknown = set(table) - CONFIG_KEYS
-    if unknown:
-        raise RuleConfigError(f"{source}: [tool.irscope] has unknown key(s) {sorted(unknown)}; "
-                              f"known: {sorted(CONFIG_KEYS)}")
-
     def strings(value: object, key: str) -> tuple[str, ...]:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise RuleConfigError(f"{source}: [tool.irscope] {key} must be a list of strings")

@@ -1,0 +1,119 @@
+"""The console view of a DiffReport: a summary table of the pairs, then what changed in each.
+
+Reads DiffReport values only (irscope/diff.py); every string from an artifact goes through
+`printable()`. A stage text diff arrives as lines, already computed.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from irscope.diff import Change, DiffReport, PairDiff
+from irscope.render.safe import printable
+
+STYLE = {"better": "green", "worse": "red", "changed": "yellow", "same": "dim"}
+
+
+def _pair_of(p: PairDiff, *names: str) -> Text:
+    for name in names:
+        c = p.change(name)
+        if c is not None and (c.before is not None or c.after is not None):
+            return _cell(c)
+    return Text("-")
+
+
+def _cell(c: Change) -> Text:
+    show = lambda v: "-" if v is None else f"{v:,}"  # noqa: E731
+    if not c.changed:
+        return Text(show(c.after), style="dim")
+    return Text(f"{show(c.before)} -> {show(c.after)}", style=STYLE[c.verdict])
+
+
+def _width_cell(p: PairDiff, kind: str) -> Text:
+    c = p.change(kind)
+    if c is None or (c.before is None and c.after is None):
+        return Text("-")
+    show = lambda v: "-" if v is None else f"{v}B"  # noqa: E731
+    text = show(c.after) if not c.changed else f"{show(c.before)} -> {show(c.after)}"
+    return Text(text, style=STYLE[c.verdict] if c.changed else "dim")
+
+
+def summary_table(report: DiffReport) -> Table:
+    table = Table(title=Text(f"{len(report.pairs)} kernel pairs"), title_justify="left", header_style="bold")
+    for name in ("kernel", "arch", "triton", "VGPR/regs", "LDS/smem B", "occupancy", "instrs", "narrowest ld",
+                 "narrowest st", "findings", "verdict"):
+        table.add_column(name, no_wrap=name != "kernel", overflow="fold")
+    for p in report.pairs:
+        introduced = sum(f.status == "introduced" for f in p.findings)
+        fixed = sum(f.status == "fixed" for f in p.findings)
+        findings = Text(f"+{introduced} -{fixed}", style="red" if introduced else ("green" if fixed else "dim"))
+        verdict = (Text("regression", style="bold red") if p.regressions else
+                   Text("improvement", style="green") if p.improvements else Text("same", style="dim"))
+        versions = (p.after_version if p.before_version == p.after_version
+                    else f"{p.before_version} -> {p.after_version}")
+        table.add_row(Text(printable(p.label.split()[0])), Text(printable(p.arch)), Text(printable(str(versions))),
+                      _pair_of(p, "VGPRs", "registers"), _pair_of(p, "LDS/shared bytes"),
+                      _cell(next(c for c in p.changes if c.group == "occupancy")),
+                      _pair_of(p, "instructions"), _width_cell(p, "global_load"), _width_cell(p, "global_store"),
+                      findings, verdict)
+    return table
+
+
+def pair_details(p: PairDiff, stage_lines: list[str] | None = None) -> list:
+    parts: list = [Text.assemble((printable(p.label), "bold"), "  ",
+                                 (f"{printable(p.before_key)} -> {printable(p.after_key)} (by {p.matched_by})", "dim"))]
+    for reason in p.regressions:
+        parts.append(Text("  regression: " + printable(reason), style="red"))
+    for reason in p.improvements:
+        parts.append(Text("  improvement: " + printable(reason), style="green"))
+    changed = [c for c in p.changes if c.changed]
+    if changed:
+        table = Table(show_header=True, header_style="bold", box=None, padding=(0, 2, 0, 2))
+        for name in ("", "before", "after", ""):
+            table.add_column(name, justify="right" if name in ("before", "after") else "left")
+        for c in changed:
+            table.add_row(Text(printable(c.name)), "-" if c.before is None else f"{c.before:,}",
+                          "-" if c.after is None else f"{c.after:,}", Text(c.verdict, style=STYLE[c.verdict]))
+        parts.append(table)
+    for f in p.findings:
+        if f.status == "unchanged":
+            continue
+        style = "red" if f.status == "introduced" else "green"
+        where = f" (line {f.python_line})" if f.python_line is not None else ""
+        parts.append(Text.assemble("  ", (f"{f.status} {f.code} {f.slug}{where}", style), ": ", printable(f.message)))
+    for change in p.layouts:
+        loop = " in a loop" if change.in_loop else ""
+        where = f" (line {change.python_line})" if change.python_line is not None else ""
+        parts.append(Text(f"  {change.status}: {printable(change.description)}{loop}{where}",
+                          style="yellow" if change.status == "added" else "green"))
+    if stage_lines is not None:
+        parts.append(_stage_text(stage_lines))
+    return parts
+
+
+def _stage_text(lines: list[str]) -> Text:
+    if not lines:
+        return Text("  the stage is the same once names, registers, labels and locations are normalized", style="dim")
+    out = Text()
+    for line in lines:
+        style = "green" if line.startswith("+") else "red" if line.startswith("-") else (
+            "cyan" if line.startswith("@@") else "")
+        out.append(printable(line) + "\n", style=style)
+    return out
+
+
+def render(report: DiffReport, console: Console, stages: dict[str, list[str]] | None = None) -> None:
+    parts: list = [summary_table(report)]
+    for p in report.pairs:
+        parts.append(Text(""))
+        parts.extend(pair_details(p, (stages or {}).get(p.after_key) if stages is not None else None))
+    for side, keys in (("before", report.only_before), ("after", report.only_after)):
+        if keys:
+            parts.append(Text(f"\nOnly {side} ({len(keys)}, no partner; pair them with --pair A=B):", style="bold"))
+            parts.extend(Text("  " + printable(k)) for k in keys)
+    if report.regressed:
+        parts.append(Text(f"\n{sum(bool(p.regressions) for p in report.pairs)} pair(s) regressed "
+                          f"(checks: {', '.join(report.policy.checks)})", style="bold red"))
+    console.print(Group(*parts))
