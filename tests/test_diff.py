@@ -152,3 +152,12 @@ def test_regression_policy_from_pyproject(tmp_path, monkeypatch, capsys):
     (tmp_path / "pyproject.toml").write_text("[tool.irscope]\nregression = ['speed']\n")
     code, out = run(capsys, wpe / "before", wpe / "after")
     assert code == 2 and "unknown regression check" in out.err and str(Path(tmp_path) / "pyproject.toml") in out.err
+
+
+def test_two_kernel_directories(capsys):
+    before = next((BA / "before").glob("*/tile_copy_kernel.amdgcn")).parent
+    after = next((BA / "after").glob("*/tile_copy_kernel.amdgcn")).parent
+    code, out = run(capsys, before, after, "--json", "-")
+    data = json.loads(out.out)
+    (p,) = data["pairs"]
+    assert code == 0 and p["label"] == "tile_copy_kernel gfx942" and p["regressions"] == []
