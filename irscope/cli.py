@@ -4,11 +4,13 @@ Exit codes (docs: README "Exit codes"):
   0  the command ran; kernels that could not be read are listed as problems
   1  `diff --fail-on regression`: a kernel pair regressed
   2  unusable input: a missing path, nothing that is a Triton kernel, a bad argument
+  3  `scan script.py`: the script failed after compiling kernels (they are reported)
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from irscope import __version__
@@ -16,11 +18,18 @@ from irscope import __version__
 EXIT_OK = 0
 EXIT_REGRESSION = 1
 EXIT_USAGE = 2
+EXIT_SCRIPT_FAILED = 3
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    script_args: list[str] = []
+    if "--" in argv:  # `irscope scan script.py [options] -- script args`
+        cut = argv.index("--")
+        argv, script_args = argv[:cut], argv[cut + 1:]
     args = parser.parse_args(argv)
+    args.script_args = script_args
     if not hasattr(args, "func"):
         parser.print_help()
         return EXIT_USAGE
@@ -47,6 +56,11 @@ def _parser() -> argparse.ArgumentParser:
     scan.add_argument("--sass", action="store_true",
                       help="also disassemble each cubin with nvdisasm (Triton's bundled one, TRITON_NVDISASM_PATH, "
                            "or CUDA's) and count its SASS instructions")
+    scan.add_argument("--target", metavar="ARCH",
+                      help="with a script: compile every launch for ARCH (gfx942, gfx950, gfx90a, gfx1100, gfx1200, "
+                           "sm_90, sm_80, ...) on any machine; nothing runs")
+    scan.add_argument("--keep", action="store_true", help="with a script: keep the run's cache (its path is printed)")
+    scan.add_argument("--out", metavar="DIR", help="with a script: put the run's cache and launches in DIR and keep it")
     _selection_flags(scan)
     scan.set_defaults(func=_cmd_scan)
 
@@ -132,13 +146,18 @@ def _cmd_scan(args: argparse.Namespace) -> int:
     from irscope.render.console import render
     from irscope.pipeline import scan
 
-    scripts = [p for p in args.paths if p.endswith(".py")]
-    if scripts:
-        _error(f"{scripts[0]} is a Python script; running scripts is not available yet "
-               "(point irscope at the Triton cache the script filled).")
-        return EXIT_USAGE
     from irscope.rule_engine import RuleConfigError
 
+    scripts = [p for p in args.paths if p.endswith(".py")]
+    if scripts and (len(args.paths) > 1 or not os.path.isfile(scripts[0])):
+        _error(f"give one script to run ({scripts[0]} {'is not a file' if not os.path.isfile(scripts[0]) else ''}"
+               f"{'and nothing else' if len(args.paths) > 1 else ''})".replace("( ", "("))
+        return EXIT_USAGE
+    if (args.target or args.keep or args.out or args.script_args) and not scripts:
+        _error("--target, --keep, --out and `-- args` go with a script: irscope scan script.py --target gfx942")
+        return EXIT_USAGE
+    if scripts:
+        return _run_script(args, scripts[0])
     try:
         report = scan(args.paths or None, sass=args.sass, rules=_selection(args))
     except (HarvestError, RuleConfigError) as exc:
@@ -327,6 +346,50 @@ def _for_vendor(arch: str, values: dict[str, int]) -> dict[str, int]:
     amd = arch.startswith("gfx")
     other = {"registers", "shared", "static_shared", "barriers"} if amd else {"vgprs", "sgprs", "lds"}
     return {k: v for k, v in values.items() if k not in other}
+
+
+def _run_script(args: argparse.Namespace, script: str) -> int:
+    from irscope.render.console import render
+    from irscope.rule_engine import RuleConfigError
+    from irscope.runner import run_script
+    from irscope.stand_in_driver import TARGETS
+
+    if args.target and args.target not in TARGETS:
+        _error(f"--target {args.target}: not one of {', '.join(TARGETS)}")
+        return EXIT_USAGE
+    try:
+        result = run_script(script, tuple(args.script_args), args.target, args.keep, args.out, args.sass,
+                            _selection(args))
+    except RuleConfigError as exc:
+        _error(str(exc))
+        return EXIT_USAGE
+    report = result.report
+    if args.json:
+        if args.json == "-":
+            sys.stdout.write(report.to_json() + "\n")
+        else:
+            report.save(args.json)
+    if args.json != "-" and report.kernels:
+        render(report, _console())
+    if result.kept is not None:
+        print(f"irscope: the run's cache is kept in {result.kept}", file=sys.stderr)
+    elif report.kernels:
+        print("irscope: the artifact paths above were in the run's temporary cache, now removed; --keep keeps it",
+              file=sys.stderr)
+    from irscope.runner_child import NO_DRIVER
+
+    if result.exit_code == NO_DRIVER and not report.kernels:
+        return EXIT_USAGE  # the child said why
+    if not report.kernels:
+        hint = " (no GPU driver here? give --target ARCH)" if not args.target else ""
+        _error(f"{script} compiled no Triton kernel{hint}; it exited with {result.exit_code}")
+        return EXIT_USAGE
+    if result.exit_code != 0:
+        _error(f"{script} failed (exit {result.exit_code}) after compiling {len(report.kernels)} kernel(s); they are "
+               "reported above" + (" (with --target nothing runs, so a script's own result checks fail)"
+                                   if args.target else ""))
+        return EXIT_SCRIPT_FAILED
+    return EXIT_OK
 
 
 def _console():

@@ -40,7 +40,7 @@ class Finding:
     @property
     def where(self) -> str:
         at = self.path if self.line is None else f"{self.path}:{self.line}"
-        if self.python_line is not None:
+        if self.python_line is not None and (self.python_file, self.python_line) != (self.path, self.line):
             at += f" ({self.python_file}:{self.python_line})"
         return at
 

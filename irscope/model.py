@@ -202,6 +202,7 @@ class KernelReport:
     occupancy: KernelOccupancy | None = None
     findings: tuple[Finding, ...] = ()  # what the rules found, most serious first
     layouts: LayoutSummary | None = None  # the TTGIR's conversions and LDS round trips
+    launches: tuple[Launch, ...] = ()  # recorded by `irscope scan script.py`
 
     @property
     def ok(self) -> bool:
@@ -213,3 +214,4 @@ from irscope.instruction_mix import InstructionMix  # noqa: E402
 from irscope.occupancy import KernelOccupancy  # noqa: E402
 from irscope.findings import Finding  # noqa: E402
 from irscope.layout_summary import LayoutSummary  # noqa: E402
+from irscope.launches import Launch  # noqa: E402

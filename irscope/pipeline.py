@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from datetime import datetime, timezone
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from irscope import __version__
 from irscope.assembly import read_assembly
 from irscope.harvester import harvest
 from irscope.instruction_mix import instruction_mix
+from irscope.launches import Launch
 from irscope.layout_summary import summarize
 from irscope.model import Kernel, KernelReport, Problem
 from irscope.occupancy import kernel_occupancy
@@ -22,15 +23,18 @@ from irscope.targets import infer_from_ir
 
 
 def scan(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None, sass: bool = False,
-         rules: RuleSelection | None = None) -> Report:
+         rules: RuleSelection | None = None, launches: Mapping[str, tuple[Launch, ...]] | None = None) -> Report:
     """Analyze every kernel under `paths` (default: the user's Triton cache).
 
     `sass`: also disassemble each cubin with nvdisasm (irscope/nvtools.py) and count its SASS.
     `rules`: which rules run (default: all; the CLI reads `[tool.irscope]`).
+    `launches`: kernel hash -> launches recorded by irscope/runner.py.
     """
     found = harvest(paths)
     selection = rules or RuleSelection()
-    kernels = tuple(analyze_kernel(k, found.problems.get(k.key, ()), sass, selection) for k in found.kernels)
+    launches = launches or {}
+    kernels = tuple(analyze_kernel(k, found.problems.get(k.key, ()), sass, selection, launches.get(k.hash or "", ()))
+                    for k in found.kernels)
     return Report(
         irscope_version=__version__,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -41,8 +45,14 @@ def scan(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None, s
     )
 
 
+def empty_report(roots: tuple[str, ...]) -> Report:
+    """A report of no kernels (a script run that compiled none)."""
+    return Report(irscope_version=__version__, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                  roots=roots, kernels=())
+
+
 def analyze_kernel(kernel: Kernel, problems: Sequence[Problem] = (), sass: bool = False,
-                   rules: RuleSelection | None = None) -> KernelReport:
+                   rules: RuleSelection | None = None, launches: Sequence[Launch] = ()) -> KernelReport:
     # A TRITON_KERNEL_DUMP directory (or a broken json) leaves these to the IR itself.
     if kernel.target is None or kernel.options.num_warps is None or kernel.triton_version is None:
         ir = infer_from_ir(kernel)
@@ -56,9 +66,9 @@ def analyze_kernel(kernel: Kernel, problems: Sequence[Problem] = (), sass: bool 
     assembly = read_assembly(kernel, sass=sass)
     mix = tuple(instruction_mix(program) for program in assembly.programs)
     occupancy, unknown = kernel_occupancy(kernel, resources) if resources is not None else (None, [])
-    context = KernelContext(kernel, resources, assembly.programs, occupancy)
+    context = KernelContext(kernel, resources, assembly.programs, occupancy, launches)
     findings, rule_problems = run_rules(context, rules)
     layouts = summarize(context.layout_facts) if context.layout_facts is not None else None
     return KernelReport(kernel=kernel, resources=resources, problems=tuple(problems) + tuple(more)
                         + assembly.problems + tuple(unknown) + tuple(rule_problems), mix=mix, occupancy=occupancy,
-                        findings=tuple(findings), layouts=layouts)
+                        findings=tuple(findings), layouts=layouts, launches=tuple(launches))

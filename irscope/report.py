@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from irscope.model import KernelReport, Problem, Skipped
+from irscope.launches import ScriptRun
 from irscope.serde import from_data, to_data
 
 SCHEMA = "irscope.report"
@@ -30,6 +31,7 @@ class Report:
     kernels: tuple[KernelReport, ...]
     problems: tuple[Problem, ...] = ()  # not tied to one kernel (an unreadable directory)
     skipped: tuple[Skipped, ...] = ()
+    run: ScriptRun | None = None  # set by `irscope scan script.py`
     schema: str = SCHEMA
     schema_version: int = SCHEMA_VERSION
     extra: dict = field(default_factory=dict, compare=False)

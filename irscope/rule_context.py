@@ -12,6 +12,7 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING, Sequence
 
+from irscope.launches import Launch
 from irscope.model import AmdResources, Kernel, NvidiaResources, Problem, Resources
 from irscope.occupancy import KernelOccupancy
 
@@ -24,11 +25,13 @@ if TYPE_CHECKING:
 
 class KernelContext:
     def __init__(self, kernel: Kernel, resources: Resources | None = None,
-                 programs: Sequence[IsaProgram] = (), occupancy: KernelOccupancy | None = None) -> None:
+                 programs: Sequence[IsaProgram] = (), occupancy: KernelOccupancy | None = None,
+                 launches: Sequence[Launch] = ()) -> None:
         self.kernel = kernel
         self.resources = resources
         self.programs = tuple(programs)
         self.occupancy = occupancy
+        self.launches = tuple(launches)  # distinct launches recorded by `irscope scan script.py`
         self.problems: list[Problem] = []
         self._graphs: dict[tuple[str, str], FunctionGraph] = {}
         self._waits: dict[tuple[str, str], tuple] = {}
@@ -52,7 +55,7 @@ class KernelContext:
         if stage == "occupancy":
             return self.occupancy is not None
         if stage == "launch":
-            return False  # launches are recorded once `irscope scan kernel.py` runs scripts
+            return bool(self.launches)
         if stage == "sass":
             return self.program("sass") is not None
         if stage in ("amdgcn", "ptx"):

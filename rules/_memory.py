@@ -7,7 +7,8 @@ from irscope.access_width import ir_accesses
 CAUSES = {
     "alignment": "the layout gives each thread {layout} contiguous bytes, so the compiler either could not prove "
                  "the pointers' alignment or split the access",
-    "contiguity": "each thread holds {elements} elements and Triton found no contiguous run among them",
+    "contiguity": "each thread holds {elements} elements, but Triton could not prove any of them contiguous and "
+                  "aligned, so its layout gives each thread 1-element runs",
 }
 
 

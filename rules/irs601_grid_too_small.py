@@ -1,12 +1,10 @@
 """IRS601 grid-too-small.
 
-Launch grids are not recorded yet: `KernelContext.has("launch")` is False, so the engine
-never runs this rule. The check is written against the attribute a later issue adds,
-`ctx.launch`, with (as assumed here):
-
-- `grid`: the launch's (x, y, z) workgroups (blocks);
-- `compute_units`: CUs (AMD) or SMs (NVIDIA) of the device the launch ran on;
-- `path`, `line`: the script line that launched it.
+Launches are recorded by `irscope scan script.py` (irscope/runner_child.py); a kernel
+harvested from a cache has none, `KernelContext.has("launch")` is False and the engine does
+not run this rule. Each of `ctx.launches` (irscope/launches.py Launch) has `grid`,
+`compute_units` (the device's CUs or SMs; for --target, the usual device of that arch) and
+the script `path` and `line` that launched it.
 """
 
 from __future__ import annotations
@@ -37,8 +35,8 @@ class GridTooSmall(Rule):
     blocks/workgroups (WGs)".
 
     ## Example
-    Not yet reproducible from the fixtures, which hold compiled kernels but no launches.
-    A gfx942 `matmul_kernel` with 128x128 tiles at 2 workgroups per CU (fixture
+    `irscope scan examples/matmul.py --target gfx942` records each launch. A gfx942
+    `matmul_kernel` with 128x128 tiles at 2 workgroups per CU (fixture
     `gemm_aligned`, `shared` 32768) holds 304 x 2 = 608 workgroups at once on MI300X; an
     M = N = 2048 launch has 16 x 16 = 256.
 
@@ -55,27 +53,41 @@ class GridTooSmall(Rule):
     stages = ("launch",)
 
     def check(self, ctx):
-        launch = getattr(ctx, "launch", None)  # future: see the module docstring
-        if launch is None or ctx.occupancy is None:
+        if ctx.occupancy is None:
             return []
+        findings = []
+        for launch in ctx.launches:
+            found = self._launch(ctx, launch)
+            if found is not None:
+                findings.append(found)
+        return findings
+
+    def _launch(self, ctx, launch):
+        if not launch.compute_units:
+            return None
         groups, per_unit = prod(launch.grid), ctx.occupancy.occupancy.groups
         resident = launch.compute_units * per_unit
         unit = "SM" if ctx.backend == "cuda" else "CU"
-        where = {"stage": "launch", "path": launch.path, "lines": [launch.line], "python": (launch.path, launch.line)}
-        evidence = {"workgroups": groups, "resident": resident, "compute_units": launch.compute_units}
+        where = {"stage": "launch", "path": launch.path or ctx.kernel.directory,
+                 "lines": [launch.line] if launch.line else [],
+                 "python": (launch.path, launch.line) if launch.line else None}
+        evidence = {"workgroups": groups, "resident": resident, "compute_units": launch.compute_units,
+                    "launches": launch.count}
+        grid = "x".join(map(str, launch.grid))
         if groups < resident:
             units = launch.compute_units
             idle = (f"{units - groups} {unit}s get none" if groups < units
                     else f"{groups / units:.1f} per {unit} where {per_unit} fit")
-            return [self.finding(
-                ctx, **where, evidence=evidence,
-                message=f"grid {'x'.join(map(str, launch.grid))} = {groups} workgroups; the device holds {resident} "
+            return self.finding(
+                ctx, **where, evidence=evidence, severity="warning" if groups < units else "info",
+                message=f"grid {grid} = {groups} workgroups; the device holds {resident} "
                         f"at once ({units} {unit}s x {per_unit}): {idle}",
-                fix="smaller BLOCK_M/BLOCK_N, split-K, or a persistent kernel sized to the device")]
+                fix="more, smaller programs: a smaller BLOCK size (BLOCK_M/BLOCK_N in a GEMM), split-K, or a "
+                    "persistent kernel sized to the device")
         if ctx.backend == "hip" and groups < GUIDE_WORKGROUPS:
-            return [self.finding(
+            return self.finding(
                 ctx, **where, evidence=evidence, severity="info",
-                message=f"grid {'x'.join(map(str, launch.grid))} = {groups} workgroups, under the "
-                        f"{GUIDE_WORKGROUPS} that ROCm's guide asks for on MI300X",
-                fix="smaller BLOCK_M/BLOCK_N or split-K for more workgroups")]
-        return []
+                message=f"grid {grid} = {groups} workgroups, under the {GUIDE_WORKGROUPS} that ROCm's guide "
+                        "asks for on MI300X",
+                fix="smaller BLOCK_M/BLOCK_N or split-K for more workgroups")
+        return None

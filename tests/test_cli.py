@@ -89,11 +89,13 @@ def test_kernel_names_are_never_markup_or_escapes(manifest, tmp_path):
     assert "\\x1b]0;pwned\\x07" in proc.stdout
 
 
-def test_python_script_is_not_run_yet(tmp_path):
+def test_a_script_without_a_gpu_needs_a_target(tmp_path):
+    """This machine has no GPU: without --target the script is not run, and irscope says why."""
     script = tmp_path / "kernel.py"
-    script.write_text("raise SystemExit('must not run')\n")
+    script.write_text("print('the script ran')\n")
     proc = run("scan", str(script))
-    assert proc.returncode == 2 and "Python script" in proc.stderr
+    assert proc.returncode == 2 and "no GPU driver is active here" in proc.stderr and "--target" in proc.stderr
+    assert "the script ran" not in proc.stdout
 
 
 def test_version_and_help():

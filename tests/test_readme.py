@@ -20,13 +20,13 @@ def test_ci_runs_the_readme_test_command():
     install_and_run, install_and_test = _first_block()
     ci = (REPO / ".ci" / "run").read_text().strip().splitlines()[-1]
     assert ci == install_and_test
-    assert "irscope scan fixtures/" in install_and_run
+    assert "irscope scan examples/" in install_and_run and "--target" in install_and_run
 
 
 def test_bundled_example_of_the_first_command_exists():
     install_and_run, _ = _first_block()
     path = install_and_run.rsplit("irscope scan ", 1)[1].split()[0]
-    assert (REPO / path).is_dir()
+    assert (REPO / path).is_file()
 
 
 def test_every_command_is_documented():

@@ -1,14 +1,15 @@
-"""IRS601 grid-too-small: launches are not recorded yet, so it never runs on the fixtures.
+"""IRS601 grid-too-small: a cache holds no launches, so it never runs on the fixtures.
 
-The last test runs its check against a real fixture's occupancy with a stand-in for the
-future `ctx.launch` (grid, compute_units, path, line), so the arithmetic is tested now.
+The last test runs its check against a real fixture's occupancy with launches of the kind
+`irscope scan script.py` records (grid, compute_units, path, line); tests/test_run_script.py
+shows it on real launches.
 """
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
+
+from irscope.launches import Launch
 from conftest import FIXTURES, load_manifest, rule_findings
 
 from irscope.rules.irs601_grid_too_small import GridTooSmall
@@ -50,17 +51,17 @@ def context(version: str, fixture: str, arch: str):
 def test_the_engine_skips_it_because_launch_is_not_recorded():
     ctx = context("3.9", "gemm_aligned", "gfx942")
     assert ctx.has("occupancy") and not ctx.has("launch")
-    assert GridTooSmall().check(ctx) == []  # and with no ctx.launch the check itself says nothing
+    assert GridTooSmall().check(ctx) == []  # and with no launches the check itself says nothing
 
 
-def test_check_against_a_launch_stand_in():
+def test_check_against_a_recorded_launch():
     """gfx942 GEMM at 2 workgroups per CU; MI300X has 304 CUs, so 608 fit at once."""
     ctx = context("3.9", "gemm_aligned", "gfx942")
     assert ctx.occupancy.occupancy.groups == 2
     rule = GridTooSmall()
 
     def run(grid):
-        ctx.launch = SimpleNamespace(grid=grid, compute_units=304, path="bench.py", line=12)
+        ctx.launches = (Launch(grid, 4, 2, 32768, 304, "bench.py", 12),)
         return rule.check(ctx)
 
     (f,) = run((16, 16, 1))  # M = N = 2048 with 128x128 tiles
