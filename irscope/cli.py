@@ -82,6 +82,17 @@ def _parser() -> argparse.ArgumentParser:
     _selection_flags(diff)
     diff.set_defaults(func=_cmd_diff)
 
+    passes = sub.add_parser(
+        "passes", help="the pass timeline of an MLIR_ENABLE_DUMP log",
+        description="Read a saved MLIR_ENABLE_DUMP log (plain or .gz) and show, per kernel, the passes in "
+                    "order, which changed the IR, and the pass that introduced each convert_layout and LDS "
+                    "buffer (local_alloc) of the final TTGIR.")
+    passes.add_argument("dump", metavar="DUMP")
+    passes.add_argument("--kernel", "-k", metavar="PATTERN", help="only kernels whose name matches this glob")
+    passes.add_argument("--all", action="store_true", help="list every pass, not only those that changed the IR")
+    passes.add_argument("--json", action="store_true", help="print the timelines as JSON")
+    passes.set_defaults(func=_cmd_passes)
+
     rules = sub.add_parser("rules", help="list the rules: code, slug, severity, what each finds",
                            description="List every registered rule (irscope's own and any installed plugin's).")
     rules.set_defaults(func=_cmd_rules)
@@ -158,6 +169,9 @@ def _cmd_scan(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if scripts:
         return _run_script(args, scripts[0])
+    if len(args.paths) == 1 and os.path.isfile(args.paths[0]) and is_dump(args.paths[0]):
+        args.dump, args.kernel, args.all = args.paths[0], None, False
+        return _cmd_passes(args)  # a saved MLIR_ENABLE_DUMP log: its pass timeline
     try:
         report = scan(args.paths or None, sass=args.sass, rules=_selection(args))
     except (HarvestError, RuleConfigError) as exc:
@@ -312,6 +326,58 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     if args.json != "-":
         render(report, _console(), stages)
     return EXIT_REGRESSION if args.fail_on == "regression" and report.regressed else EXIT_OK
+
+
+def read_dump(path: str):
+    """An MLIR_ENABLE_DUMP log (optionally gzipped) parsed into kernels and passes."""
+    import gzip
+    from pathlib import Path
+
+    from irscope.parsers.errors import decode_text
+    from irscope.parsers.mlir_dump import parse_mlir_dump
+
+    data = Path(path).read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    return parse_mlir_dump(decode_text(data, path), path)
+
+
+def is_dump(path: str) -> bool:
+    import gzip
+
+    try:
+        with (gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")) as f:
+            return b"// -----// IR Dump" in f.read(1 << 16)
+    except (OSError, EOFError):
+        return False
+
+
+def _cmd_passes(args: argparse.Namespace) -> int:
+    import fnmatch
+    import json
+
+    from irscope.parsers.errors import ArtifactError
+    from irscope.pass_timeline import timelines
+    from irscope.render.passes import timeline_view
+    from irscope.serde import to_data
+
+    try:
+        found = timelines(read_dump(args.dump))
+    except (ArtifactError, OSError) as exc:
+        _error(str(exc) if isinstance(exc, ArtifactError) else f"{args.dump}: {exc.strerror or exc}")
+        return EXIT_USAGE
+    chosen = [t for t in found if not args.kernel or fnmatch.fnmatch(t.kernel or "", args.kernel)]
+    if not chosen:
+        _error(f"no kernel{' matching ' + args.kernel if args.kernel else ''} in {args.dump}")
+        return EXIT_USAGE
+    if args.json:
+        sys.stdout.write(json.dumps([to_data(t) for t in chosen], indent=1) + "\n")
+        return EXIT_OK
+    out = _console()
+    for t in chosen:
+        out.print(timeline_view(t, args.all))
+        out.print()
+    return EXIT_OK
 
 
 def _cmd_rules(args: argparse.Namespace) -> int:

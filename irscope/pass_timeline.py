@@ -1,0 +1,146 @@
+"""A kernel's pass timeline from an MLIR_ENABLE_DUMP log, and which pass put each layout
+conversion and LDS buffer of the final TTGIR there.
+
+The dump holds the IR *before* each pass, so pass k changed the IR when the dump before
+pass k+1 differs from the dump before pass k. The final TTGIR is the dump before the
+pass that lowers TritonGPU to LLVM. Each `convert_layout` and `local_alloc` there is
+identified by its op, its two types with the layout aliases resolved (each dump numbers
+`#blocked1` its own way) and its Python line; the pass that introduced it is the one
+after the last dump that has fewer of them. This answers the ROCm guide's "activate the
+MLIR dump and check which optimization pass caused the problem".
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from irscope.parsers.mlir_dump import DumpKernel, MlirDump
+
+LOWERING = re.compile(r"^Convert\w*(TritonGPU|TritonAMDGPU|TritonNVIDIAGPU)ToLLVM$|^ConvertTritonGPUToLLVM")
+_ALIAS = re.compile(r"^(#[\w.$-]+) = (.*)$")
+_LOC_DEF = re.compile(r'^(#loc\d*) = loc\((.*)\)$')
+_FILE_LINE = re.compile(r'"([^"]+)":(\d+):\d+')
+_OP = re.compile(r"(?:ttg|triton_gpu)\.(convert_layout|local_alloc)\b")
+_TRAILING_LOC = re.compile(r"\s+loc\((#loc\d*|[^()]*(?:\([^()]*\))*[^()]*)\)\s*$")
+_ALIAS_REF = re.compile(r"#[A-Za-z_][\w.$-]*")
+
+
+@dataclass(frozen=True)
+class PassStep:
+    index: int
+    name: str
+    anchor: str
+    symbol: str | None
+    header_line: int
+    changed: bool | None  # None for the last pass: no dump after it
+
+
+@dataclass(frozen=True)
+class Origin:
+    """A convert_layout or local_alloc of the final TTGIR and the pass that introduced it."""
+
+    op: str  # "convert_layout" or "local_alloc"
+    types: str  # "tensor<...> -> tensor<...>" with layouts spelled out
+    python_line: int | None
+    count: int  # how many such ops the final TTGIR has
+    introduced_by: str  # the pass name
+    pass_index: int
+    dump_line: int  # the line in the dump of that pass's header
+
+
+@dataclass(frozen=True)
+class PassTimeline:
+    path: str
+    kernel: str | None
+    passes: tuple[PassStep, ...]
+    final_ttgir: int | None  # index of the pass whose "before" dump is the final TTGIR
+    origins: tuple[Origin, ...]
+
+    @property
+    def changed(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.passes if p.changed)
+
+
+def timelines(dump: MlirDump) -> tuple[PassTimeline, ...]:
+    return tuple(kernel_timeline(dump, k) for k in dump.kernels)
+
+
+def kernel_timeline(dump: MlirDump, kernel: DumpKernel) -> PassTimeline:
+    texts = [dump.text(p) for p in kernel.passes]
+    bodies = [[line for line in t if not line.startswith("#loc")] for t in texts]
+    steps = tuple(PassStep(p.index, p.name, p.anchor, p.symbol, p.header_line,
+                           bodies[i + 1] != bodies[i] if i + 1 < len(bodies) else None)
+                  for i, p in enumerate(kernel.passes))
+    final = next((p.index for p in kernel.passes if LOWERING.match(p.name)), None)
+    origins: tuple[Origin, ...] = ()
+    if final is not None:
+        counts = [_layout_ops(t) for t in texts[:final + 1]]
+        origins = tuple(_origins(kernel, counts, final))
+    return PassTimeline(dump.path, kernel.name, steps, final, origins)
+
+
+def _origins(kernel: DumpKernel, counts: list[Counter], final: int):
+    for key, wanted in sorted(counts[final].items(), key=lambda kv: (kv[0][2] or 0, kv[0][0], kv[0][1])):
+        last_short = max((i for i in range(final) if counts[i][key] < wanted), default=None)
+        if last_short is None:
+            continue  # present from the first dump: not made by a pass of this pipeline
+        p = kernel.passes[last_short]
+        op, types, line = key
+        yield Origin(op, types, line, wanted, p.name, p.index, p.header_line)
+
+
+def _layout_ops(lines: list[str]) -> Counter:
+    """(op, resolved types, Python line) -> count, for one dump of the module."""
+    aliases, locs = {}, {}
+    for line in lines:
+        if line.startswith("#loc"):
+            m = _LOC_DEF.match(line)
+            if m:
+                locs[m.group(1)] = m.group(2)
+        elif line.startswith("#"):
+            m = _ALIAS.match(line)
+            if m:
+                aliases[m.group(1)] = m.group(2)
+    found: Counter = Counter()
+    for line in lines:
+        m = _OP.search(line)
+        if m is None or ":" not in line[m.end():]:
+            continue
+        loc = _TRAILING_LOC.search(line)
+        body = line[:loc.start()] if loc else line
+        types = _signature(body[m.end():])
+        found[(m.group(1), _resolve(types, aliases), _python_line(loc.group(1) if loc else "", locs))] += 1
+    return found
+
+
+def _signature(text: str) -> str:
+    """The op's type signature: what follows its last top-level ` : ` (after any attribute
+    dict, which passes such as shared-memory allocation add to the op)."""
+    depth, cut = 0, -1
+    for i, ch in enumerate(text):
+        if ch in "{<([":
+            depth += 1
+        elif ch in "}>)]":
+            depth -= 1
+        elif ch == ":" and depth == 0 and text[i - 1:i + 2] == " : ":
+            cut = i + 2
+    return text[cut:].strip() if cut >= 0 else text.strip()
+
+
+def _resolve(text: str, aliases: dict[str, str], depth: int = 0) -> str:
+    if depth > 4:
+        return text
+    resolved = _ALIAS_REF.sub(lambda m: aliases.get(m.group(0), m.group(0)), text)
+    return resolved if resolved == text else _resolve(resolved, aliases, depth + 1)
+
+
+def _python_line(loc: str, locs: dict[str, str], depth: int = 0) -> int | None:
+    """The outermost `"file":line` a location reaches (for a callsite, the caller's line)."""
+    text = locs.get(loc, loc) if loc.startswith("#loc") else loc
+    while depth < 8 and "#loc" in text:
+        text = re.sub(r"#loc\d*", lambda m: f"({locs.get(m.group(0), '')})", text)
+        depth += 1
+    frames = _FILE_LINE.findall(text)
+    return int(frames[-1][1]) if frames else None
