@@ -59,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     scan.add_argument("--target", metavar="ARCH",
                       help="with a script: compile every launch for ARCH (gfx942, gfx950, gfx90a, gfx1100, gfx1200, "
                            "sm_90, sm_80, ...) on any machine; nothing runs")
+    scan.add_argument("--dump", action="store_true",
+                      help="with a script: capture MLIR_ENABLE_DUMP and show which pass introduced each layout "
+                           "conversion and LDS buffer (Triton 3.3+)")
     scan.add_argument("--keep", action="store_true", help="with a script: keep the run's cache (its path is printed)")
     scan.add_argument("--out", metavar="DIR", help="with a script: put the run's cache and launches in DIR and keep it")
     _selection_flags(scan)
@@ -164,7 +167,7 @@ def _cmd_scan(args: argparse.Namespace) -> int:
         _error(f"give one script to run ({scripts[0]} {'is not a file' if not os.path.isfile(scripts[0]) else ''}"
                f"{'and nothing else' if len(args.paths) > 1 else ''})".replace("( ", "("))
         return EXIT_USAGE
-    if (args.target or args.keep or args.out or args.script_args) and not scripts:
+    if (args.target or args.keep or args.out or args.dump or args.script_args) and not scripts:
         _error("--target, --keep, --out and `-- args` go with a script: irscope scan script.py --target gfx942")
         return EXIT_USAGE
     if scripts:
@@ -425,7 +428,7 @@ def _run_script(args: argparse.Namespace, script: str) -> int:
         return EXIT_USAGE
     try:
         result = run_script(script, tuple(args.script_args), args.target, args.keep, args.out, args.sass,
-                            _selection(args))
+                            _selection(args), dump=args.dump)
     except RuleConfigError as exc:
         _error(str(exc))
         return EXIT_USAGE
@@ -436,7 +439,15 @@ def _run_script(args: argparse.Namespace, script: str) -> int:
         else:
             report.save(args.json)
     if args.json != "-" and report.kernels:
-        render(report, _console())
+        out = _console()
+        render(report, out)
+        if args.dump:
+            from irscope.render.passes import timeline_view
+
+            for kr in report.kernels:
+                if kr.passes is not None:
+                    out.print()
+                    out.print(timeline_view(kr.passes))
     if result.kept is not None:
         print(f"irscope: the run's cache is kept in {result.kept}", file=sys.stderr)
     elif report.kernels:

@@ -203,6 +203,7 @@ class KernelReport:
     findings: tuple[Finding, ...] = ()  # what the rules found, most serious first
     layouts: LayoutSummary | None = None  # the TTGIR's conversions and LDS round trips
     launches: tuple[Launch, ...] = ()  # recorded by `irscope scan script.py`
+    passes: PassTimeline | None = None  # from `irscope scan script.py --dump`
 
     @property
     def ok(self) -> bool:
@@ -215,3 +216,4 @@ from irscope.occupancy import KernelOccupancy  # noqa: E402
 from irscope.findings import Finding  # noqa: E402
 from irscope.layout_summary import LayoutSummary  # noqa: E402
 from irscope.launches import Launch  # noqa: E402
+from irscope.pass_timeline import PassTimeline  # noqa: E402

@@ -57,6 +57,8 @@ class PassTimeline:
     passes: tuple[PassStep, ...]
     final_ttgir: int | None  # index of the pass whose "before" dump is the final TTGIR
     origins: tuple[Origin, ...]
+    num_warps: int | None = None  # from the final TTGIR's module attributes: which compile it was
+    shared: int | None = None
 
     @property
     def changed(self) -> tuple[str, ...]:
@@ -75,10 +77,18 @@ def kernel_timeline(dump: MlirDump, kernel: DumpKernel) -> PassTimeline:
                   for i, p in enumerate(kernel.passes))
     final = next((p.index for p in kernel.passes if LOWERING.match(p.name)), None)
     origins: tuple[Origin, ...] = ()
+    num_warps = shared = None
     if final is not None:
         counts = [_layout_ops(t) for t in texts[:final + 1]]
         origins = tuple(_origins(kernel, counts, final))
-    return PassTimeline(dump.path, kernel.name, steps, final, origins)
+        head = "\n".join(texts[final][:200])
+        num_warps, shared = _module_int(head, "num-warps"), _module_int(head, "shared")
+    return PassTimeline(dump.path, kernel.name, steps, final, origins, num_warps, shared)
+
+
+def _module_int(text: str, name: str) -> int | None:
+    m = re.search(rf'"?(?:ttg|triton_gpu)\.{name}"?\s*=\s*(\d+)', text)
+    return int(m.group(1)) if m else None
 
 
 def _origins(kernel: DumpKernel, counts: list[Counter], final: int):

@@ -32,7 +32,7 @@ class RunResult:
 
 def run_script(script: str, args: tuple[str, ...] = (), target: str | None = None, keep: bool = False,
                out: str | None = None, sass: bool = False, rules: RuleSelection | None = None,
-               python: str | None = None, log=None) -> RunResult:
+               python: str | None = None, log=None, dump: bool = False) -> RunResult:
     from irscope.pipeline import scan
 
     log = log or sys.stderr
@@ -41,6 +41,9 @@ def run_script(script: str, args: tuple[str, ...] = (), target: str | None = Non
     cache, launches = work / "cache", work / "launches.jsonl"
     env = dict(os.environ, TRITON_CACHE_DIR=str(cache), TRITON_HOME=str(work / "home"), TRITON_ALWAYS_COMPILE="1",
                PYTHONUNBUFFERED="1")
+    dump_file = work / "mlir-dump.txt"
+    if dump:  # Triton 3.3+ writes the dump to this file; older ones print it to stderr
+        env.update(MLIR_ENABLE_DUMP="1", MLIR_DUMP_PATH=str(dump_file))
     command = [python or sys.executable, "-m", "irscope.runner_child", "--launches", str(launches)]
     command += ["--target", target] if target else []
     command += [script, *args]
@@ -58,9 +61,38 @@ def run_script(script: str, args: tuple[str, ...] = (), target: str | None = Non
         from irscope.pipeline import empty_report
 
         report = empty_report((str(cache),))
+    if dump:
+        report = attach_timelines(report, dump_file, log)
     total = sum(launch.count for group in recorded.values() for launch in group)
     report = replace(report, run=ScriptRun(script, tuple(args), target, code, total))
     kept = work if (keep or out) else None
     if kept is None:
         shutil.rmtree(work, ignore_errors=True)
     return RunResult(report, code, kept)
+
+
+def attach_timelines(report: Report, dump_file: Path, log) -> Report:
+    """Give each kernel the pass timeline of its compile: matched by name, and by num_warps
+    and `shared` where several compiles share a name (autotune configs)."""
+    from irscope.parsers.errors import ArtifactError
+    from irscope.parsers.mlir_dump import parse_mlir_dump
+    from irscope.pass_timeline import timelines
+
+    if not dump_file.exists():
+        print("irscope: no MLIR dump was written (Triton 3.0-3.2 print it to stderr only)", file=log)
+        return report
+    try:
+        found = list(timelines(parse_mlir_dump(dump_file.read_text(errors="replace"), str(dump_file))))
+    except ArtifactError as exc:
+        print(f"irscope: {exc.path}:{exc.line or ''} {exc.message}", file=log)
+        return report
+    kernels = []
+    for kr in report.kernels:
+        opts = kr.kernel.options
+        warps = opts.num_warps.value if opts.num_warps else None
+        shared = opts.shared.value if opts.shared else None
+        same = [t for t in found if t.kernel == kr.kernel.name]
+        exact = [t for t in same if (t.num_warps, t.shared) == (warps, shared)]
+        pick = exact[-1] if exact else (same[-1] if len(same) == 1 else None)
+        kernels.append(replace(kr, passes=pick) if pick else kr)
+    return replace(report, kernels=tuple(kernels))

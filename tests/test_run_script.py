@@ -117,3 +117,21 @@ def test_out_keeps_the_run(tmp_path, capfd, user_cache):
     assert len([p for p in (out_dir / "cache").iterdir() if p.is_dir()]) >= 1
     assert f"kept in {out_dir}" in capsys.readouterr().err
     assert Path(out_dir).is_dir()
+
+
+def test_dump_gives_each_compile_its_pass_timeline(user_cache):
+    """--dump: both autotune configs of the matmul get the timeline of their own compile."""
+    result = run_script(str(EXAMPLES / "matmul.py"), (), "gfx942", dump=True)
+    kernels = result.report.kernels
+    assert len(kernels) == 2
+    for kr in kernels:
+        t = kr.passes
+        assert t is not None and t.kernel == "matmul_kernel"
+        assert (t.num_warps, t.shared) == (kr.kernel.options.num_warps.value, kr.kernel.options.shared.value)
+        allocs = {o.python_line: o.introduced_by for o in t.origins if o.op == "local_alloc"}
+        lines = (EXAMPLES / "matmul.py").read_text().splitlines()
+        a_line = next(n for n, text in enumerate(lines, 1) if text.strip().startswith("a = tl.load"))
+        assert allocs[a_line] == "TritonAMDGPUPipeline"  # the A tile's LDS stages
+        assert set(allocs.values()) <= {"TritonAMDGPUPipeline", "TritonAMDGPUInThreadTranspose"}
+        assert t.passes[t.final_ttgir].name == "ConvertTritonAMDGPUToLLVM"
+    assert kernels[0].passes != kernels[1].passes
