@@ -49,7 +49,11 @@ def main() -> int:
     if opts.target:
         from irscope.stand_in_driver import install
 
-        install(opts.target, on_launcher)
+        try:
+            install(opts.target, on_launcher)
+        except RuntimeError as exc:
+            print(f"irscope: {exc}", file=sys.stderr)
+            return NO_DRIVER
     else:
         try:
             _wrap_real_driver(on_launcher)

@@ -35,6 +35,9 @@ def install(arch: str, on_launcher) -> None:
     import triton
     from triton.backends.compiler import GPUTarget
 
+    if not hasattr(triton.runtime.driver, "set_active"):
+        raise RuntimeError(f"--target needs Triton 3.4 or newer to install a stand-in driver (this is "
+                           f"{triton.__version__}); on a GPU, run without --target")
     backend, warp, max_shared, units = TARGETS[arch]
     target = GPUTarget(backend, int(arch[3:]) if backend == "cuda" else arch, warp)
     calls = {"n": 0}
