@@ -56,6 +56,9 @@ def _parser() -> argparse.ArgumentParser:
     scan.add_argument("--sass", action="store_true",
                       help="also disassemble each cubin with nvdisasm (Triton's bundled one, TRITON_NVDISASM_PATH, "
                            "or CUDA's) and count its SASS instructions")
+    scan.add_argument("--no-cache", action="store_true",
+                      help="analyze every kernel afresh, without irscope's result index ($IRSCOPE_CACHE_DIR, else "
+                           "~/.cache/irscope; never inside the scanned paths)")
     scan.add_argument("--target", metavar="ARCH",
                       help="with a script: compile every launch for ARCH (gfx942, gfx950, gfx90a, gfx1100, gfx1200, "
                            "sm_90, sm_80, ...) on any machine; nothing runs")
@@ -80,6 +83,7 @@ def _parser() -> argparse.ArgumentParser:
                       help="also show a text diff of this stage, with names, registers, labels and locations "
                            "normalized")
     diff.add_argument("--json", metavar="FILE", help="write the whole diff as JSON to FILE ('-' for stdout)")
+    diff.add_argument("--no-cache", action="store_true", help="analyze every kernel afresh (see scan --no-cache)")
     diff.add_argument("--fail-on", choices=("regression",),
                       help="exit 1 when any pair regressed ([tool.irscope] regression picks the checks)")
     _selection_flags(diff)
@@ -176,7 +180,7 @@ def _cmd_scan(args: argparse.Namespace) -> int:
         args.dump, args.kernel, args.all = args.paths[0], None, False
         return _cmd_passes(args)  # a saved MLIR_ENABLE_DUMP log: its pass timeline
     try:
-        report = scan(args.paths or None, sass=args.sass, rules=_selection(args))
+        report = scan(args.paths or None, sass=args.sass, rules=_selection(args), index=not args.no_cache)
     except (HarvestError, RuleConfigError) as exc:
         _error(str(exc))
         return EXIT_USAGE
@@ -259,7 +263,7 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
     return EXIT_OK if results else EXIT_USAGE
 
 
-def _load_side(path: str, selection):
+def _load_side(path: str, selection, index: bool = True):
     """A saved report (`*.json` holding a Report), or a scan of a directory or artifact."""
     from pathlib import Path
 
@@ -276,7 +280,7 @@ def _load_side(path: str, selection):
             data = None
         if isinstance(data, dict) and data.get("schema") == "irscope.report":
             return Report.from_json(text, path)
-    return scan(path, rules=selection)
+    return scan(path, rules=selection, index=index)
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
@@ -300,7 +304,8 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     try:
         selection = _selection(args)
         policy = load_policy()
-        before, after = _load_side(args.before, selection), _load_side(args.after, selection)
+        before = _load_side(args.before, selection, not args.no_cache)
+        after = _load_side(args.after, selection, not args.no_cache)
         report = diff_reports(before, after, tuple(pairs), policy)
     except (HarvestError, ReportError, RuleConfigError, ValueError) as exc:
         _error(str(exc))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
+from pathlib import Path
 from datetime import datetime, timezone
 from typing import Iterable, Mapping, Sequence
 
@@ -23,18 +24,38 @@ from irscope.targets import infer_from_ir
 
 
 def scan(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None, sass: bool = False,
-         rules: RuleSelection | None = None, launches: Mapping[str, tuple[Launch, ...]] | None = None) -> Report:
+         rules: RuleSelection | None = None, launches: Mapping[str, tuple[Launch, ...]] | None = None,
+         index: bool | str | os.PathLike = False) -> Report:
     """Analyze every kernel under `paths` (default: the user's Triton cache).
 
     `sass`: also disassemble each cubin with nvdisasm (irscope/nvtools.py) and count its SASS.
     `rules`: which rules run (default: all; the CLI reads `[tool.irscope]`).
     `launches`: kernel hash -> launches recorded by irscope/runner.py.
+    `index`: reuse and keep results in irscope's result index (irscope/result_index.py):
+    True for the default directory, or a directory; the CLI's default (`--no-cache` is False).
     """
     found = harvest(paths)
     selection = rules or RuleSelection()
     launches = launches or {}
-    kernels = tuple(analyze_kernel(k, found.problems.get(k.key, ()), sass, selection, launches.get(k.hash or "", ()))
-                    for k in found.kernels)
+    store = None
+    if index:
+        from irscope.result_index import ResultIndex, salt_for
+
+        store = ResultIndex(None if index is True else Path(index), salt_for(selection.rules(), f"sass={sass}"))
+
+    def analyze(k: Kernel) -> KernelReport:
+        problems, recorded = found.problems.get(k.key, ()), launches.get(k.hash or "", ())
+        if store is None or recorded:
+            return analyze_kernel(k, problems, sass, selection, recorded)
+        key = store.key(k, repr(problems))
+        cached = store.get(key)
+        if cached is not None and cached.kernel == k:
+            return cached
+        result = analyze_kernel(k, problems, sass, selection)
+        store.put(key, result)
+        return result
+
+    kernels = tuple(analyze(k) for k in found.kernels)
     return Report(
         irscope_version=__version__,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),

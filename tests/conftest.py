@@ -6,9 +6,13 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+
+# The CLI keeps a result index in irscope's cache directory: give the test session its own.
+os.environ["IRSCOPE_CACHE_DIR"] = tempfile.mkdtemp(prefix="irscope-test-cache-")
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"

@@ -1,0 +1,95 @@
+"""An index of analysis results, so a re-scan of an unchanged cache reads instead of re-analyzing.
+
+Each kernel's KernelReport is stored under a key made of the bytes of every artifact it was
+computed from, the kernel's directory as scanned, and a salt that changes with irscope's
+version, the rules (their selection and their source) and the scan's options. The index
+lives in irscope's own cache directory — `$IRSCOPE_CACHE_DIR`, else
+`$XDG_CACHE_HOME/irscope`, else `~/.cache/irscope` — never in the scanned tree. Entries are
+pickles of irscope's own frozen dataclasses, written atomically; one that cannot be read is
+ignored and rewritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import os
+import pickle
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+from irscope import __version__
+from irscope.model import Kernel, KernelReport
+
+
+def default_index_dir() -> Path:
+    if os.environ.get("IRSCOPE_CACHE_DIR"):
+        return Path(os.environ["IRSCOPE_CACHE_DIR"]) / "index"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "irscope" / "index"
+
+
+def salt_for(rules: Sequence[type], options: str = "") -> str:
+    """What, besides the artifacts, decides a kernel's results."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(f"{__version__}|{options}".encode())
+    for rule in rules:
+        h.update(f"|{rule.code}|{rule.__module__}.{rule.__qualname__}".encode())
+        try:
+            source = Path(inspect.getsourcefile(rule) or "")
+            stat = source.stat()
+            h.update(f"|{stat.st_size}|{stat.st_mtime_ns}".encode())
+        except (OSError, TypeError):
+            h.update(b"|?")
+    return h.hexdigest()
+
+
+class ResultIndex:
+    def __init__(self, directory: Path | None = None, salt: str = "") -> None:
+        self.directory = Path(directory) if directory else default_index_dir()
+        self.salt = salt
+        self.hits = self.misses = 0
+
+    def key(self, kernel: Kernel, extra: str = "") -> str | None:
+        """The kernel's key from its artifacts' bytes; None when one cannot be read."""
+        h = hashlib.blake2b(digest_size=20)
+        h.update(f"{self.salt}|{kernel.directory}|{kernel.key}|{extra}".encode())
+        for artifact in kernel.artifacts:
+            try:
+                data = Path(artifact.path).read_bytes()
+            except OSError:
+                return None
+            h.update(f"|{artifact.stage}|{Path(artifact.path).name}|{len(data)}|".encode())
+            h.update(data)
+        return h.hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.pickle"
+
+    def get(self, key: str | None) -> KernelReport | None:
+        if key is None:
+            return None
+        try:
+            with open(self._path(key), "rb") as f:
+                found = pickle.load(f)
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+            self.misses += 1
+            return None
+        if not isinstance(found, KernelReport):
+            self.misses += 1
+            return None
+        self.hits += 1
+        return found
+
+    def put(self, key: str | None, report: KernelReport) -> None:
+        if key is None:
+            return
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".tmp") as f:
+                pickle.dump(report, f, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(f.name, path)
+        except OSError:
+            pass  # a read-only or full cache directory costs speed, not results
