@@ -85,9 +85,11 @@ def analyze_kernel(kernel: Kernel, problems: Sequence[Problem] = (), sass: bool 
             kernel = replace(kernel, triton_version=ir.triton_version)
     resources, more = read_resources(kernel, kernel.target)
     assembly = read_assembly(kernel, sass=sass)
-    mix = tuple(instruction_mix(program) for program in assembly.programs)
     occupancy, unknown = kernel_occupancy(kernel, resources) if resources is not None else (None, [])
     context = KernelContext(kernel, resources, assembly.programs, occupancy, launches)
+    # One CFG and loop analysis per function, for the mix and the rules alike.
+    mix = tuple(instruction_mix(p, fn, context.graph(p, fn)) if (fn := p.function()) else instruction_mix(p)
+                for p in assembly.programs)
     findings, rule_problems = run_rules(context, rules)
     layouts = summarize(context.layout_facts) if context.layout_facts is not None else None
     return KernelReport(kernel=kernel, resources=resources, problems=tuple(problems) + tuple(more)
