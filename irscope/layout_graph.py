@@ -126,6 +126,7 @@ class LayoutFacts:
         self.module = module
         self.triton_version = triton_version
         user_file = user_file or kernel_file(module)  # once, not per op
+        self.user_file = user_file  # the kernel's own source file, for the rules' Python lines
         self._user_line = lambda op: user_line(module, op, user_file)
         self.moves: list[Move] = []
         self.conversions: list[Conversion] = []

@@ -10,11 +10,13 @@ as absent.
 from __future__ import annotations
 
 from functools import cached_property
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence, TypeVar
 
 from irscope.launches import Launch
 from irscope.model import AmdResources, Kernel, NvidiaResources, Problem, Resources
 from irscope.occupancy import KernelOccupancy
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from irscope.isa import IsaFunction, IsaProgram
@@ -35,6 +37,7 @@ class KernelContext:
         self.problems: list[Problem] = []
         self._graphs: dict[tuple[str, str], FunctionGraph] = {}
         self._waits: dict[tuple[str, str], tuple] = {}
+        self._shared: dict[tuple, object] = {}
 
     # -- what is there ---------------------------------------------------------------------
     @property
@@ -82,6 +85,13 @@ class KernelContext:
         if key not in self._waits:
             self._waits[key] = waits(fn, program.target or self.arch, self.graph(program, fn))
         return self._waits[key]
+
+    def shared(self, key: tuple, build: Callable[[], T]) -> T:
+        """A fact several rules derive alike (ISA loops matched to TTGIR loops, the TTGIR's
+        global accesses), built by the first rule that asks and reused by the others."""
+        if key not in self._shared:
+            self._shared[key] = build()
+        return self._shared[key]
 
     @cached_property
     def ttgir(self) -> MlirModule | None:

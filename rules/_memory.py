@@ -16,7 +16,8 @@ def narrow_findings(rule, ctx, narrow_accesses):
     module = ctx.ttgir
     if module is None:
         return []
-    ir = ir_accesses(module)
+    facts = ctx.layout_facts
+    ir = ctx.shared(("ir_accesses",), lambda: ir_accesses(module, facts.user_file if facts else None))
     findings = []
     for program in ctx.programs:
         if program.isa not in ("amdgcn", "ptx"):

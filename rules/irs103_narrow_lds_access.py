@@ -179,9 +179,7 @@ def _tile_lines(facts) -> set[int]:
 
 
 def _narrow_groups(fn, tiles: set[int], facts) -> list[_Group]:
-    from irscope.source_map import kernel_file
-
-    user = (kernel_file(facts.module) or "").rsplit("/", 1)[-1]
+    user = (facts.user_file or "").rsplit("/", 1)[-1]
     groups: dict[tuple[str, int, int], _Group] = {}
     for ins in fn.instructions:
         mem = ins.memory

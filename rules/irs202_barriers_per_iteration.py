@@ -67,6 +67,11 @@ def counts_as_barrier(instr: isa.Instruction) -> bool:
 
 
 def kernel_loops(ctx, program, fn) -> list[LoopFacts]:
+    """The function's loops with their TTGIR loop and unroll factor (IRS103 and IRS202 both ask)."""
+    return ctx.shared(("kernel_loops", program.path, fn.name), lambda: _kernel_loops(ctx, program, fn))
+
+
+def _kernel_loops(ctx, program, fn) -> list[LoopFacts]:
     graph = ctx.graph(program, fn)
     loops = graph.loops
     if not loops:
@@ -77,7 +82,8 @@ def kernel_loops(ctx, program, fn) -> list[LoopFacts]:
         loop = graph.loop_of(ins.index)
         if loop is not None:
             innermost[loop.header].append(ins.index)
-    ttgir = _TtgirLoops(module) if module is not None else None
+    facts = ctx.layout_facts
+    ttgir = _TtgirLoops(module, facts.user_file if facts else None) if module is not None else None
     out = []
     for loop in loops:
         members = tuple(innermost.get(loop.header, ()))
@@ -120,12 +126,12 @@ def _every_iteration(graph, loop) -> frozenset[int]:
 class _TtgirLoops:
     """The TTGIR's scf.for ops: the Python lines of the ops directly in each, and its dots."""
 
-    def __init__(self, module) -> None:
+    def __init__(self, module, user_file: str | None = None) -> None:
         from irscope.mlir import LOOP_OPS
         from irscope.source_map import kernel_file, user_line
 
         self.module = module
-        self.user_file = kernel_file(module)
+        self.user_file = user_file or kernel_file(module)
         self.lines: dict[int, int | None] = {}
         self.body_lines: dict[int, set[int]] = defaultdict(set)
         self.dots: dict[int, list] = defaultdict(list)

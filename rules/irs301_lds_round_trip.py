@@ -9,7 +9,7 @@ from irscope.ir_types import TensorType, element_of, encoding_of
 from irscope.layout_graph import GLOBAL_LOADS
 from irscope.opgraph import value_flow
 from irscope.rule import Rule
-from irscope.source_map import kernel_file, user_frame
+from irscope.source_map import user_frame
 
 # Ops that only move a tile's elements between threads or positions: a global load seen
 # through them is still the loaded data, and a dot operand reached through them is still one.
@@ -159,7 +159,7 @@ class LdsRoundTrip(Rule):
         if facts is None:
             return []
         module = facts.module
-        user_file = kernel_file(module)
+        user_file = facts.user_file
         return self._round_trips(ctx, facts, module, user_file) + self._conversions(ctx, facts, module, user_file)
 
     # -- ttg.local_alloc / local_store ... local_load ------------------------------------

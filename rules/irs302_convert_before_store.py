@@ -8,7 +8,6 @@ from irscope.ir_types import TensorType, encoding_of
 from irscope.rule import Rule
 from irscope.rules.irs301_lds_round_trip import (MMA_LAYOUTS, layout_name, lines_text, memory_word, python_of,
                                                   tile_bytes, tile_text)
-from irscope.source_map import kernel_file
 
 # Ops that take LDS scratch or buffers of their own: with none of them in the TTGIR, the
 # kernel's whole shared-memory allocation is the epilogue conversion's scratch.
@@ -75,7 +74,7 @@ class ConvertBeforeStore(Rule):
         if facts is None:
             return []
         module = facts.module
-        user_file = kernel_file(module)
+        user_file = facts.user_file
         stores: dict[int, list] = defaultdict(list)
         for e in facts.epilogue_converts:
             if e.lowering == "shared_memory":
