@@ -176,6 +176,8 @@ def _cmd_scan(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if scripts:
         return _run_script(args, scripts[0])
+    from irscope.parsers.mlir_dump import is_dump
+
     if len(args.paths) == 1 and os.path.isfile(args.paths[0]) and is_dump(args.paths[0]):
         args.dump, args.kernel, args.all = args.paths[0], None, False
         return _cmd_passes(args)  # a saved MLIR_ENABLE_DUMP log: its pass timeline
@@ -336,35 +338,12 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     return EXIT_REGRESSION if args.fail_on == "regression" and report.regressed else EXIT_OK
 
 
-def read_dump(path: str):
-    """An MLIR_ENABLE_DUMP log (optionally gzipped) parsed into kernels and passes."""
-    import gzip
-    from pathlib import Path
-
-    from irscope.parsers.errors import decode_text
-    from irscope.parsers.mlir_dump import parse_mlir_dump
-
-    data = Path(path).read_bytes()
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
-    return parse_mlir_dump(decode_text(data, path), path)
-
-
-def is_dump(path: str) -> bool:
-    import gzip
-
-    try:
-        with (gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")) as f:
-            return b"// -----// IR Dump" in f.read(1 << 16)
-    except (OSError, EOFError):
-        return False
-
-
 def _cmd_passes(args: argparse.Namespace) -> int:
     import fnmatch
     import json
 
     from irscope.parsers.errors import ArtifactError
+    from irscope.parsers.mlir_dump import read_dump
     from irscope.pass_timeline import timelines
     from irscope.render.passes import timeline_view
     from irscope.serde import to_data

@@ -75,14 +75,14 @@ def attach_timelines(report: Report, dump_file: Path, log) -> Report:
     """Give each kernel the pass timeline of its compile: matched by name, and by num_warps
     and `shared` where several compiles share a name (autotune configs)."""
     from irscope.parsers.errors import ArtifactError
-    from irscope.parsers.mlir_dump import parse_mlir_dump
+    from irscope.parsers.mlir_dump import read_dump
     from irscope.pass_timeline import timelines
 
     if not dump_file.exists():
         print("irscope: no MLIR dump was written (Triton 3.0-3.2 print it to stderr only)", file=log)
         return report
     try:
-        found = list(timelines(parse_mlir_dump(dump_file.read_text(errors="replace"), str(dump_file))))
+        found = list(timelines(read_dump(str(dump_file))))
     except ArtifactError as exc:
         print(f"irscope: {exc.path}:{exc.line or ''} {exc.message}", file=log)
         return report

@@ -75,3 +75,27 @@ def parse_mlir_dump(text: str, path: str) -> MlirDump:
         found = _KERNEL.search(head)
         out.append(DumpKernel(found.group(1) if found else None, tuple(passes)))
     return MlirDump(path, tuple(out), lines)
+
+
+def read_dump(path: str) -> MlirDump:
+    """An MLIR_ENABLE_DUMP log from a file, plain or gzipped."""
+    import gzip
+    from pathlib import Path
+
+    from irscope.parsers.errors import decode_text
+
+    data = Path(path).read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    return parse_mlir_dump(decode_text(data, path), path)
+
+
+def is_dump(path: str) -> bool:
+    """Whether a file (plain or .gz) starts like an MLIR_ENABLE_DUMP log."""
+    import gzip
+
+    try:
+        with (gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")) as f:
+            return b"// -----// IR Dump" in f.read(1 << 16)
+    except (OSError, EOFError):
+        return False
