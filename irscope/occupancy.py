@@ -9,7 +9,7 @@ input with a number the user gives (`irscope occupancy ... --vgprs 160`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Mapping
 
 from irscope.model import AmdResources, Fact, Kernel, NvidiaResources, Origin, Problem, Resources
@@ -89,7 +89,7 @@ def kernel_occupancy(kernel: Kernel, resources: Resources | None,
     except ValueError as exc:
         return None, [Problem(where, f"occupancy: {exc}", severity="warning")]
     notes = (_llvm_note(result, inputs, resources) if not what_if else ()) + _waves_per_eu_note(result)
-    return result if not notes else _with_notes(result, notes), []
+    return replace(result, notes=notes), []
 
 
 def _waves_per_eu_note(result: KernelOccupancy) -> tuple[str, ...]:
@@ -257,7 +257,3 @@ def _llvm_note(result: KernelOccupancy, inputs: dict[str, Input], resources: Res
         reasons.append(f"it also applies waves_per_eu ({result.input('waves_per_eu')})")
     return (f"{where} differs: {'; and '.join(reasons)}; so {occ.groups} workgroup(s) x {warps} waves / "
             f"{arch.eus} SIMDs = {occ.active} waves per SIMD",)
-
-
-def _with_notes(result: KernelOccupancy, notes: tuple[str, ...]) -> KernelOccupancy:
-    return KernelOccupancy(result.occupancy, result.inputs, result.steps, notes)
