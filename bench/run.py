@@ -1,17 +1,21 @@
 """irscope against its floors on a bench corpus (bench/corpus.py), in one run.
 
-    python bench/run.py ~/.cache/irscope-bench/corpus-1000 [--repeat 3]
+    python bench/run.py ~/.cache/irscope-bench/corpus-1000 [--repeat 3] [--json out.json]
 
-Each scenario runs as a child process (its time is wall clock, its memory the child's peak
-RSS) beside its floor, measured in the same run:
+Each scenario runs as a child process beside its floor, measured in the same run. Its time
+is wall clock (best of --repeat); its memory is the peak, over the run, of the summed RSS of
+the child and every process under it (the analysis workers included), sampled from /proc.
 
 - floor: one multi-pattern `grep -c` over every text artifact of the corpus (the patterns
   of the instruction classes the rules look at): the cost of reading the bytes;
-- cold scan: `irscope scan CORPUS --no-cache --json /dev/null`, all rules and occupancy;
+- cold scan: `irscope scan CORPUS --no-cache`, all rules and occupancy, the console view
+  written to /dev/null; once with a worker per core (the default), once with `-j 1`;
 - warm re-scan: the same with the result index filled by one scan before (a fresh index
-  directory for the run);
+  directory for the run), and again writing the JSON report;
 - ISA only: every .amdgcn parsed and its instruction mix computed, no IR, no rules;
-- diff: `irscope diff CORPUS CORPUS --no-cache --json /dev/null`, against one cold scan.
+- diff: `irscope diff CORPUS CORPUS --no-cache`, against one cold scan;
+- scaling: cold scans of the first 250 and 500 kernels (hard links into a scratch
+  directory beside the corpus, so the corpus itself is never written).
 
 Ratios, not absolute times, are the claims (bench/RESULTS.md).
 """
@@ -22,10 +26,11 @@ import argparse
 import json
 import os
 import platform
-import resource
+import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -44,25 +49,70 @@ for p in Path(sys.argv[1]).rglob("*.amdgcn"):
 """
 
 
+def _tree_rss_kib(pid: int) -> int:
+    """Summed VmRSS of `pid` and its descendants (Linux /proc; 0 where it cannot be read)."""
+    total, stack = 0, [pid]
+    while stack:
+        p = stack.pop()
+        try:
+            with open(f"/proc/{p}/status") as f:
+                total += next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0)
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    stack.extend(int(c) for c in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def run_once(command: list[str]) -> tuple[float, int]:
+    """Wall seconds and the peak summed RSS (KiB) of the command's process tree."""
+    peak = 0
+    start = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, _tree_rss_kib(child.pid))
+            done.wait(0.01)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    child.wait()
+    seconds = time.perf_counter() - start
+    done.set()
+    sampler.join()
+    if child.returncode not in (0, 1):
+        raise SystemExit(f"failed ({child.returncode}): {' '.join(command)}")
+    return seconds, peak
+
+
 def timed(command: list[str], repeat: int) -> tuple[float, int]:
-    """Best wall time of `repeat` runs, and the largest peak RSS (KiB) of them. The peak is
-    GNU time's %M for that child alone where /usr/bin/time exists, else getrusage's (which
-    is the largest of all children so far)."""
-    best, rss = float("inf"), 0
-    gnu_time = Path("/usr/bin/time").exists()
-    for _ in range(repeat):
-        start = time.perf_counter()
-        if gnu_time:
-            done = subprocess.run(["/usr/bin/time", "-f", "%M", *command], stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.PIPE, text=True, check=False)
-            best = min(best, time.perf_counter() - start)
-            last = done.stderr.strip().splitlines()[-1:] or ["0"]
-            rss = max(rss, int(last[0]) if last[0].isdigit() else 0)
-        else:
-            subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-            best = min(best, time.perf_counter() - start)
-            rss = max(rss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-    return best, rss
+    runs = [run_once(command) for _ in range(max(1, repeat))]
+    return min(s for s, _ in runs), max(r for _, r in runs)
+
+
+def kernel_dirs(corpus: Path) -> list[Path]:
+    return sorted(p for p in corpus.iterdir() if p.is_dir() and any(p.glob("*.json")))
+
+
+def subset(corpus: Path, count: int) -> Path:
+    """The first `count` kernel directories, hard-linked (or copied) into a scratch directory."""
+    out = corpus.parent / f"{corpus.name}-first{count}"
+    if out.is_dir() and len(kernel_dirs(out)) == count:
+        return out
+    shutil.rmtree(out, ignore_errors=True)
+    for d in kernel_dirs(corpus)[:count]:
+        (out / d.name).mkdir(parents=True)
+        for f in d.iterdir():
+            if f.is_file():
+                try:
+                    os.link(f, out / d.name / f.name)
+                except OSError:
+                    shutil.copy2(f, out / d.name / f.name)
+    return out
 
 
 def main() -> None:
@@ -70,36 +120,50 @@ def main() -> None:
     ap.add_argument("corpus")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", help="also write the figures here")
+    ap.add_argument("--no-scaling", action="store_true", help="skip the 250- and 500-kernel scans")
     args = ap.parse_args()
-    corpus = str(Path(args.corpus).expanduser())
-    kernels = sum(1 for p in Path(corpus).iterdir() if p.is_dir() and any(p.glob("*.json")))
-    files = [str(p) for pattern in TEXT for p in Path(corpus).rglob(pattern)]
+    corpus = Path(args.corpus).expanduser().resolve()
+    kernels = len(kernel_dirs(corpus))
+    files = [str(p) for pattern in TEXT for p in corpus.rglob(pattern)]
     grep = ["grep", "-c", "-E", "|".join(PATTERNS), *files]
     py = sys.executable
-    scan = [py, "-m", "irscope", "scan", corpus, "--json", os.devnull]
+    scan = [py, "-m", "irscope", "scan"]
     os.environ["IRSCOPE_CACHE_DIR"] = tempfile.mkdtemp(prefix="irscope-bench-index-")  # a fresh result index
-    rows = {
-        "floor: grep -c": timed(grep, args.repeat),
-        "cold scan (--no-cache)": timed([*scan, "--no-cache"], max(1, args.repeat - 2)),
-        "ISA only (.amdgcn parse + mix)": timed([py, "-c", ISA_ONLY, corpus], max(1, args.repeat - 2)),
-        "diff of the corpus with itself": timed([py, "-m", "irscope", "diff", corpus, corpus, "--no-cache",
-                                                 "--json", os.devnull], 1),
-    }
-    subprocess.run(scan, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)  # fill the index
-    rows["warm re-scan (result index)"] = timed(scan, args.repeat)
+    report = os.path.join(tempfile.mkdtemp(prefix="irscope-bench-report-"), "report.json")
+    once = max(1, args.repeat - 2)
+    rows: dict[str, tuple[float, int, int]] = {}
+
+    def row(name: str, command: list[str], repeat: int, count: int = kernels) -> None:
+        seconds, rss = timed(command, repeat)
+        rows[name] = (seconds, rss, count)
+        print(f"  {name}: {seconds:.2f} s, {rss / 1024:.0f} MB", file=sys.stderr)
+
+    row("floor: grep -c", grep, args.repeat)
+    row("cold scan (--no-cache)", [*scan, str(corpus), "--no-cache"], once)
+    row("cold scan, one process (-j 1)", [*scan, str(corpus), "--no-cache", "-j", "1"], 1)
+    row("ISA only (.amdgcn parse + mix)", [py, "-c", ISA_ONLY, str(corpus)], once)
+    row("diff of the corpus with itself", [py, "-m", "irscope", "diff", str(corpus), str(corpus), "--no-cache"], 1)
+    run_once([*scan, str(corpus)])  # fill the index
+    row("warm re-scan (result index)", [*scan, str(corpus)], args.repeat)
+    row("warm re-scan, --json FILE", [*scan, str(corpus), "--json", report], args.repeat)
+    if not args.no_scaling:
+        for count in (250, 500):
+            if count < kernels:
+                row(f"cold scan, first {count} kernels", [*scan, str(subset(corpus, count)), "--no-cache"], once,
+                    count)
+
     floor = rows["floor: grep -c"][0]
     cold = rows["cold scan (--no-cache)"][0]
-    print(f"{kernels} kernels, {len(files)} text artifacts, {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} cores, Python {platform.python_version()}")
-    print(f"{'scenario':36} {'seconds':>8} {'x grep':>8} {'kernels/s':>10} {'peak RSS MB':>12}")
-    for name, (seconds, rss) in rows.items():
-        ratio = seconds / floor
-        print(f"{name:36} {seconds:8.2f} {ratio:8.1f} {kernels / seconds:10.0f} {rss / 1024:12.0f}")
+    print(f"{kernels} kernels, {len(files)} text artifacts, {platform.machine()}, {os.cpu_count()} cores, "
+          f"Python {platform.python_version()}")
+    print("| scenario | seconds | x grep | kernels/s | peak RSS MB |\n|---|---:|---:|---:|---:|")
+    for name, (seconds, rss, count) in rows.items():
+        print(f"| {name} | {seconds:.2f} | {seconds / floor:.1f} | {count / seconds:,.0f} | {rss / 1024:,.0f} |")
     print(f"diff / cold scan: {rows['diff of the corpus with itself'][0] / cold:.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps({"kernels": kernels, "files": len(files),
-                                               "rows": {k: {"seconds": s, "peak_rss_kib": r}
-                                                        for k, (s, r) in rows.items()}}, indent=1) + "\n")
+                                               "rows": {k: {"seconds": s, "peak_rss_kib": r, "kernels": n}
+                                                        for k, (s, r, n) in rows.items()}}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

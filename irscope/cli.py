@@ -67,6 +67,8 @@ def _parser() -> argparse.ArgumentParser:
                            "conversion and LDS buffer (Triton 3.3+)")
     scan.add_argument("--keep", action="store_true", help="with a script: keep the run's cache (its path is printed)")
     scan.add_argument("--out", metavar="DIR", help="with a script: put the run's cache and launches in DIR and keep it")
+    scan.add_argument("-j", "--jobs", type=_jobs, metavar="N",
+                      help="worker processes for the analysis (default: one per core)")
     _selection_flags(scan)
     scan.set_defaults(func=_cmd_scan)
 
@@ -86,6 +88,8 @@ def _parser() -> argparse.ArgumentParser:
     diff.add_argument("--no-cache", action="store_true", help="analyze every kernel afresh (see scan --no-cache)")
     diff.add_argument("--fail-on", choices=("regression",),
                       help="exit 1 when any pair regressed ([tool.irscope] regression picks the checks)")
+    diff.add_argument("-j", "--jobs", type=_jobs, metavar="N",
+                      help="worker processes for the analysis (default: one per core)")
     _selection_flags(diff)
     diff.set_defaults(func=_cmd_diff)
 
@@ -159,6 +163,13 @@ def _count(text: str) -> int:
     return value
 
 
+def _jobs(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: give 1 or more")
+    return value
+
+
 def _cmd_scan(args: argparse.Namespace) -> int:
     from irscope.harvester import HarvestError
     from irscope.render.console import render
@@ -182,7 +193,8 @@ def _cmd_scan(args: argparse.Namespace) -> int:
         args.dump, args.kernel, args.all = args.paths[0], None, False
         return _cmd_passes(args)  # a saved MLIR_ENABLE_DUMP log: its pass timeline
     try:
-        report = scan(args.paths or None, sass=args.sass, rules=_selection(args), index=not args.no_cache)
+        report = scan(args.paths or None, sass=args.sass, rules=_selection(args), index=not args.no_cache,
+                      jobs=args.jobs)
     except (HarvestError, RuleConfigError) as exc:
         _error(str(exc))
         return EXIT_USAGE
@@ -265,7 +277,7 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
     return EXIT_OK if results else EXIT_USAGE
 
 
-def _load_side(path: str, selection, index: bool = True):
+def _load_side(path: str, selection, index: bool = True, jobs: int | None = None):
     """A saved report (`*.json` holding a Report), or a scan of a directory or artifact."""
     from pathlib import Path
 
@@ -282,7 +294,7 @@ def _load_side(path: str, selection, index: bool = True):
             data = None
         if isinstance(data, dict) and data.get("schema") == "irscope.report":
             return Report.from_json(text, path)
-    return scan(path, rules=selection, index=index)
+    return scan(path, rules=selection, index=index, jobs=jobs)
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
@@ -306,8 +318,8 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     try:
         selection = _selection(args)
         policy = load_policy()
-        before = _load_side(args.before, selection, not args.no_cache)
-        after = _load_side(args.after, selection, not args.no_cache)
+        before = _load_side(args.before, selection, not args.no_cache, args.jobs)
+        after = _load_side(args.after, selection, not args.no_cache, args.jobs)
         report = diff_reports(before, after, tuple(pairs), policy)
     except (HarvestError, ReportError, RuleConfigError, ValueError) as exc:
         _error(str(exc))

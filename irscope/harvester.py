@@ -25,6 +25,7 @@ from irscope.parsers.errors import ArtifactError
 from irscope.parsers.metadata import parse_metadata
 
 _STAGE_OF_EXT = {stage: stage for stage in STAGES}
+_STAGE_ORDER = {stage: i for i, stage in enumerate(STAGES)}
 # Triton's in-progress files: `<file>.tmp.pid_<pid>_<uuid>` (3.0-3.1) and the
 # `tmp.pid_<pid>_<uuid>/` directory inside a hash directory (3.2+).
 _IN_PROGRESS = re.compile(r"(^|\.)tmp\.pid_")
@@ -97,7 +98,7 @@ class _Collector:
             for d in in_progress:
                 self.skipped.append(Skipped(os.path.join(dirpath, d), "being written by Triton (tmp.pid_ directory)"))
                 dirnames.remove(d)
-            self._add_directory(root, Path(dirpath), sorted(filenames), bool(in_progress))
+            self._add_directory(root, str(Path(dirpath)), sorted(filenames), bool(in_progress))
 
     def add_file(self, path: Path) -> None:
         name, stage = _split(path.name)
@@ -105,17 +106,19 @@ class _Collector:
             raise HarvestError(f"{path}: not a Triton artifact (expected one of .{', .'.join(STAGES)})")
         # A sibling metadata json is read (never changed) for the target and options.
         sibling = path.parent / f"{name}.json"
-        self._add_kernel(path.parent, path.parent, name, [(stage, path.name)],
-                         sibling if sibling.is_file() else None, layout="file",
+        self._add_kernel(path.parent, str(path.parent), name, [(stage, path.name)],
+                         str(sibling) if sibling.is_file() else None, layout="file",
                          has_grp=True, in_progress=False)
 
-    def _add_directory(self, root: Path, directory: Path, filenames: list[str], in_progress: bool) -> None:
+    # Directories and files are plain strings below: a cache holds thousands of them, and
+    # pathlib's objects were a third of the harvest's time.
+    def _add_directory(self, root: Path, directory: str, filenames: list[str], in_progress: bool) -> None:
         groups: dict[str, list[tuple[str, str]]] = {}
         grp_names: set[str] = set()
         autotune = launcher = 0
         for fname in filenames:
             if _IN_PROGRESS.search(fname):
-                self.skipped.append(Skipped(str(directory / fname), "being written by Triton (tmp.pid_ file)"))
+                self.skipped.append(Skipped(os.path.join(directory, fname), "being written by Triton (tmp.pid_ file)"))
                 continue
             if fname.startswith("__grp__") and fname.endswith(".json"):
                 grp_names.add(fname[len("__grp__"):-len(".json")])
@@ -134,39 +137,41 @@ class _Collector:
                    if n in grp_names or any(stage != "json" for stage, _ in files)}
         if not kernels:
             if autotune:
-                self.skipped.append(Skipped(str(directory), "autotune results only (.autotune.json)"))
+                self.skipped.append(Skipped(directory, "autotune results only (.autotune.json)"))
             elif launcher:
-                self.skipped.append(Skipped(str(directory), "launcher modules only (.so)"))
+                self.skipped.append(Skipped(directory, "launcher modules only (.so)"))
             return
         for name, files in kernels.items():
             has_json = any(stage == "json" for stage, _ in files)
-            meta = directory / f"{name}.json" if has_json else None
+            meta = os.path.join(directory, f"{name}.json") if has_json else None
             layout = "triton-cache" if has_json or name in grp_names else "kernel-dump"
             self._add_kernel(root, directory, name, files, meta, layout,
                              has_grp=name in grp_names, in_progress=in_progress,
                              many=len(kernels) > 1)
 
-    def _add_kernel(self, root: Path, directory: Path, name: str, files: list[tuple[str, str]],
-                    meta_path: Path | None, layout: str, has_grp: bool, in_progress: bool,
+    def _add_kernel(self, root: Path, directory: str, name: str, files: list[tuple[str, str]],
+                    meta_path: str | None, layout: str, has_grp: bool, in_progress: bool,
                     many: bool = False) -> None:
         key = self._unique_key(root, directory, name, many or layout == "file")
         problems: list[Problem] = []
         artifacts = []
-        for stage, fname in sorted(files, key=lambda f: STAGES.index(f[0])):
-            path = directory / fname
+        for stage, fname in sorted(files, key=lambda f: _STAGE_ORDER[f[0]]):
+            path = os.path.join(directory, fname)
             try:
-                artifacts.append(Artifact(stage, str(path), path.stat().st_size))
+                artifacts.append(Artifact(stage, path, os.stat(path).st_size))
             except OSError as exc:  # removed between listing and stat: Triton replacing it
-                problems.append(Problem(str(path), f"cannot read: {exc.strerror}"))
+                problems.append(Problem(path, f"cannot read: {exc.strerror}"))
 
         kernel_name, hash_, target, version, options, raw = name, None, None, None, KernelOptions(), {}
         if meta_path is not None:
             try:
-                meta = parse_metadata(meta_path.read_bytes(), str(meta_path))
+                with open(meta_path, "rb") as f:
+                    data = f.read()
+                meta = parse_metadata(data, meta_path)
             except ArtifactError as exc:
                 problems.append(Problem(exc.path, exc.message, exc.line))
             except OSError as exc:
-                problems.append(Problem(str(meta_path), f"cannot read: {exc.strerror}"))
+                problems.append(Problem(meta_path, f"cannot read: {exc.strerror}"))
             else:
                 kernel_name = meta.name or name
                 hash_, target, version = meta.hash, meta.target, meta.triton_version
@@ -175,18 +180,19 @@ class _Collector:
             version = _version_from_dirname(directory)
         complete = not in_progress and (has_grp or layout != "triton-cache")
         if not complete:
-            problems.append(Problem(str(directory), "incomplete: Triton has not finished writing this kernel "
+            problems.append(Problem(directory, "incomplete: Triton has not finished writing this kernel "
                                     "(no __grp__ file yet)", severity="warning"))
         self.kernels.append(Kernel(
-            key=key, name=kernel_name, directory=str(directory), layout=layout,
+            key=key, name=kernel_name, directory=directory, layout=layout,
             artifacts=tuple(artifacts), target=target, hash=hash_, triton_version=version,
             options=options, complete=complete, metadata=raw,
         ))
         if problems:
             self.problems[key] = problems
 
-    def _unique_key(self, root: Path, directory: Path, name: str, with_name: bool) -> str:
-        rel = directory.relative_to(root).as_posix() if directory != root else directory.name
+    def _unique_key(self, root: Path, directory: str, name: str, with_name: bool) -> str:
+        rel = Path(os.path.relpath(directory, root)).as_posix() if directory != str(root) \
+            else os.path.basename(directory)
         key = f"{rel}/{name}" if with_name else rel
         base, n = key, 1
         while key in self._keys:
@@ -203,14 +209,14 @@ def _split(filename: str) -> tuple[str, str | None]:
     return name, _STAGE_OF_EXT.get(ext)
 
 
-def _version_from_dirname(directory: Path) -> Fact[str] | None:
+def _version_from_dirname(directory: str) -> Fact[str] | None:
     """Triton < 3.3 writes no version; its cache directory naming still tells the range.
 
     3.0-3.1 name directories by the hex sha256, 3.2 by urlsafe base64 of it,
     3.3+ by base32 (and write `triton_version` into the json).
     """
-    name = directory.name
-    origin = Origin(str(directory), None, "hash directory naming")
+    name = os.path.basename(directory)
+    origin = Origin(directory, None, "hash directory naming")
     if _HEX64.match(name):
         return Fact("3.0-3.1", origin)
     if _B64_43.match(name):

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping
 
 from irscope.isa import Instruction, IsaFunction, IsaProgram
+from irscope.serde import Lines
 
 if TYPE_CHECKING:  # networkx is imported only when a mix is computed, not when a report is loaded
     from irscope.isa_graph import FunctionGraph
@@ -25,7 +26,7 @@ class MixRow:
     detail: str  # "global:16B", "lds:8Bx2", "mfma 32x32x8 f16", or "" when the kind says it all
     in_loop: bool
     count: int
-    lines: tuple[int, ...]  # artifact lines of the counted instructions
+    lines: Lines  # artifact lines of the counted instructions
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class LineMix:
     file: str
     line: int
     counts: Mapping[str, int]  # kind -> count, most first
-    lines: tuple[int, ...]  # artifact lines
+    lines: Lines  # artifact lines
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from datetime import datetime, timezone
 from typing import Iterable, Mapping, Sequence
@@ -25,7 +26,7 @@ from irscope.targets import infer_from_ir
 
 def scan(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None, sass: bool = False,
          rules: RuleSelection | None = None, launches: Mapping[str, tuple[Launch, ...]] | None = None,
-         index: bool | str | os.PathLike = False) -> Report:
+         index: bool | str | os.PathLike = False, jobs: int | None = None) -> Report:
     """Analyze every kernel under `paths` (default: the user's Triton cache).
 
     `sass`: also disassemble each cubin with nvdisasm (irscope/nvtools.py) and count its SASS.
@@ -33,6 +34,8 @@ def scan(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None, s
     `launches`: kernel hash -> launches recorded by irscope/runner.py.
     `index`: reuse and keep results in irscope's result index (irscope/result_index.py):
     True for the default directory, or a directory; the CLI's default (`--no-cache` is False).
+    `jobs`: worker processes for the kernels the index does not hold (default: one per core,
+    and none for a handful of kernels); the report's order never depends on it.
     """
     found = harvest(paths)
     selection = rules or RuleSelection()
@@ -43,19 +46,24 @@ def scan(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None, s
 
         store = ResultIndex(None if index is True else Path(index), salt_for(selection.rules(), f"sass={sass}"))
 
-    def analyze(k: Kernel) -> KernelReport:
-        problems, recorded = found.problems.get(k.key, ()), launches.get(k.hash or "", ())
-        if store is None or recorded:
-            return analyze_kernel(k, problems, sass, selection, recorded)
-        key = store.key(k, repr(problems))
-        cached = store.get(key)
-        if cached is not None and cached.kernel == k:
-            return cached
-        result = analyze_kernel(k, problems, sass, selection)
-        store.put(key, result)
-        return result
-
-    kernels = tuple(analyze(k) for k in found.kernels)
+    results: list[KernelReport | None] = [None] * len(found.kernels)
+    todo: list[tuple[int, Kernel, tuple[Problem, ...], tuple[Launch, ...]]] = []
+    keys: dict[int, str | None] = {}
+    for i, k in enumerate(found.kernels):
+        problems, recorded = tuple(found.problems.get(k.key, ())), tuple(launches.get(k.hash or "", ()))
+        if store is not None and not recorded:  # a script run's launches make its results one-off
+            keys[i] = key = store.key(k, repr(problems))
+            cached = store.get(key)
+            # Not `cached.kernel == k`: analysis fills in what a dump directory's json lacks.
+            if cached is not None and (cached.kernel.key, cached.kernel.directory) == (k.key, k.directory):
+                results[i] = cached
+                continue
+        todo.append((i, k, problems, recorded))
+    for (i, *_), result in zip(todo, analyze_many([t[1:] for t in todo], sass, selection, jobs)):
+        results[i] = result
+        if store is not None and i in keys:
+            store.put(keys[i], result)
+    kernels = tuple(r for r in results if r is not None)
     return Report(
         irscope_version=__version__,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -64,6 +72,46 @@ def scan(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None, s
         problems=found.problems.get("", ()),
         skipped=found.skipped,
     )
+
+
+# Below this many kernels, starting workers costs more than it saves.
+PARALLEL_FROM = 8
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def analyze_many(work: Sequence[tuple[Kernel, tuple[Problem, ...], tuple[Launch, ...]]], sass: bool,
+                 selection: RuleSelection, jobs: int | None = None) -> list[KernelReport]:
+    """analyze_kernel over many kernels, in worker processes when that pays; results in input order."""
+    jobs = default_jobs() if jobs is None else max(1, jobs)
+    jobs = min(jobs, len(work))
+    one = partial(_analyze_one, sass=sass, selection=selection)
+    if jobs < 2 or len(work) < PARALLEL_FROM:
+        return [one(w) for w in work]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    # fork: the workers inherit the loaded rules (third-party ones included) and start in ms.
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    chunk = max(1, min(16, len(work) // (jobs * 4)))
+    try:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            return list(pool.map(one, work, chunksize=chunk))
+    except (BrokenProcessPool, OSError):  # a worker died (out of memory?) or none could start
+        return [one(w) for w in work]
+
+
+def _analyze_one(work: tuple[Kernel, tuple[Problem, ...], tuple[Launch, ...]], sass: bool,
+                 selection: RuleSelection) -> KernelReport:
+    kernel, problems, launches = work
+    return analyze_kernel(kernel, problems, sass, selection, launches)
 
 
 def empty_report(roots: tuple[str, ...]) -> Report:

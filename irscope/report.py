@@ -16,7 +16,7 @@ from irscope.launches import ScriptRun
 from irscope.serde import from_data, to_data
 
 SCHEMA = "irscope.report"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class ReportError(Exception):
@@ -36,7 +36,7 @@ class Report:
     schema_version: int = SCHEMA_VERSION
     extra: dict = field(default_factory=dict, compare=False)
 
-    def to_json(self, indent: int | None = 1) -> str:
+    def to_json(self, indent: int | None = None) -> str:
         return json.dumps(to_data(self), indent=indent, ensure_ascii=False)
 
     @classmethod

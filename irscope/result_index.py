@@ -1,8 +1,17 @@
 """An index of analysis results, so a re-scan of an unchanged cache reads instead of re-analyzing.
 
-Each kernel's KernelReport is stored under a key made of the bytes of every artifact it was
-computed from, the kernel's directory as scanned, and a salt that changes with irscope's
-version, the rules (their selection and their source) and the scan's options. The index
+Each kernel's KernelReport is stored under a key made of the identity of every artifact it
+was computed from, the kernel's directory as scanned, and a salt that changes with irscope's
+version, the rules (their selection and their source) and the scan's options.
+
+An artifact's identity is what `stat` says of it — size, inode, mtime and ctime in
+nanoseconds — the way git's index and make decide a file is unchanged: reading and hashing
+every artifact (a 1,000-kernel cache holds ~400 MB, most of it LLVM IR) cost more than a
+warm scan may take. Triton never edits a cache file in place; it writes a temporary file
+and renames it, which gives a new inode and ctime. A file changed so soon after it was
+written that the change could share its timestamps (a filesystem with coarse times) is not
+trusted on its timestamps alone: for an artifact younger than RACY_SECONDS, its bytes go into
+the key as well. The index
 lives in irscope's own cache directory — `$IRSCOPE_CACHE_DIR`, else
 `$XDG_CACHE_HOME/irscope`, else `~/.cache/irscope` — never in the scanned tree. Entries are
 pickles of irscope's own frozen dataclasses, written atomically; one that cannot be read is
@@ -16,11 +25,16 @@ import inspect
 import os
 import pickle
 import tempfile
+import time
 from pathlib import Path
 from typing import Sequence
 
 from irscope import __version__
 from irscope.model import Kernel, KernelReport
+
+
+# Two seconds: the coarsest timestamps in common use (FAT) tick every two seconds.
+RACY_SECONDS = 2
 
 
 def default_index_dir() -> Path:
@@ -52,16 +66,23 @@ class ResultIndex:
         self.hits = self.misses = 0
 
     def key(self, kernel: Kernel, extra: str = "") -> str | None:
-        """The kernel's key from its artifacts' bytes; None when one cannot be read."""
+        """The kernel's key from its artifacts' identities (and the bytes of the young ones);
+        None when one cannot be read."""
         h = hashlib.blake2b(digest_size=20)
         h.update(f"{self.salt}|{kernel.directory}|{kernel.key}|{extra}".encode())
+        recent = time.time_ns() - RACY_SECONDS * 1_000_000_000
         for artifact in kernel.artifacts:
             try:
-                data = Path(artifact.path).read_bytes()
+                st = os.stat(artifact.path)
             except OSError:
                 return None
-            h.update(f"|{artifact.stage}|{Path(artifact.path).name}|{len(data)}|".encode())
-            h.update(data)
+            h.update(f"|{artifact.stage}|{artifact.path}|{st.st_size}|{st.st_ino}|{st.st_mtime_ns}|"
+                     f"{st.st_ctime_ns}".encode())
+            if max(st.st_mtime_ns, st.st_ctime_ns) > recent:
+                try:
+                    h.update(Path(artifact.path).read_bytes())
+                except OSError:
+                    return None
         return h.hexdigest()
 
     def _path(self, key: str) -> Path:

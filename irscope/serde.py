@@ -12,25 +12,87 @@ import dataclasses
 import types
 import typing
 from functools import lru_cache
-from typing import Any, Mapping, Union
+from typing import Annotated, Any, Callable, Iterable, Mapping, Union
+
+
+# A tuple of artifact lines written as ranges, "14-18,1901,2073": an instruction mix lists
+# every instruction's line, and as a JSON array of ints that was most of a report's bytes.
+LINE_RANGES = "line ranges"
+Lines = Annotated[tuple[int, ...], LINE_RANGES]
 
 
 def to_data(obj: Any) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        hints = _hints(type(obj))
-        out = {}
-        for f in dataclasses.fields(obj):
-            value = getattr(obj, f.name)
-            data = to_data(value)
-            if dataclasses.is_dataclass(value) and len(_dataclass_members(hints[f.name])) > 1:
-                data = {"type": type(value).__name__, **data}
-            out[f.name] = data
-        return out
+        return {name: encode(getattr(obj, name)) for name, encode in _plan(type(obj))}
     if isinstance(obj, (list, tuple)):
         return [to_data(v) for v in obj]
     if isinstance(obj, Mapping):
         return {str(k): to_data(v) for k, v in obj.items()}
     return obj
+
+
+def line_ranges(lines: Iterable[int]) -> str:
+    out: list[str] = []
+    first = last = None
+    for n in lines:
+        if last is not None and n == last + 1:
+            last = n
+            continue
+        if first is not None:
+            out.append(str(first) if first == last else f"{first}-{last}")
+        first = last = n
+    if first is not None:
+        out.append(str(first) if first == last else f"{first}-{last}")
+    return ",".join(out)
+
+
+def parse_line_ranges(text: str) -> tuple[int, ...]:
+    lines: list[int] = []
+    for part in text.split(",") if text else ():
+        low, _, high = part.partition("-")
+        lines.extend(range(int(low), int(high or low) + 1))
+    return tuple(lines)
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+@lru_cache(maxsize=None)
+def _plan(cls: type) -> tuple[tuple[str, Callable[[Any], Any]], ...]:
+    """How to write each field of `cls`, decided once from its type hints: plain values as
+    they are, dataclasses by their own plan, a union of dataclasses with its "type" tag."""
+    hints = _hints(cls)
+    return tuple((f.name, _encoder(hints[f.name])) for f in dataclasses.fields(cls))
+
+
+def _encoder(tp: Any) -> Callable[[Any], Any]:
+    if typing.get_origin(tp) is Annotated and LINE_RANGES in typing.get_args(tp)[1:]:
+        return line_ranges
+    if tp in (int, str, bool, float, type(None)):
+        return _identity
+    members = _dataclass_members(tp)
+    if len(members) > 1:
+        return _tagged
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if all(a in (int, str, bool, float) for a in args):
+            return _identity
+    if origin in (tuple, list):
+        args = [a for a in typing.get_args(tp) if a is not Ellipsis]
+        if len(args) == 1 and args[0] in (int, str, bool, float):
+            return list
+        if len(args) == 1:
+            item = _encoder(args[0])
+            return lambda values: [item(v) for v in values]
+    return to_data  # anything else (Any, a TypeVar, a Mapping): decided by the value
+
+
+def _tagged(value: Any) -> Any:
+    if value is None:
+        return None
+    return {"type": type(value).__name__, **to_data(value)}
 
 
 def from_data(tp: Any, data: Any) -> Any:
@@ -62,6 +124,14 @@ def from_data(tp: Any, data: Any) -> Any:
                 ftype = params.get(hints[f.name], hints[f.name])
                 kwargs[f.name] = from_data(ftype, data[f.name])
         return base(**kwargs)
+    if origin is Annotated:
+        inner, *marks = typing.get_args(tp)
+        if LINE_RANGES in marks and isinstance(data, str):
+            try:
+                return parse_line_ranges(data)
+            except ValueError:
+                raise ValueError(f"not line ranges: {data!r:.40}") from None
+        return from_data(inner, data)  # schema 1 wrote the lines as a list
     if base is tuple:
         args = typing.get_args(tp)
         item = args[0] if args else Any
@@ -89,7 +159,7 @@ def _list(data: Any) -> list:
 
 @lru_cache(maxsize=None)
 def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+    return typing.get_type_hints(cls, include_extras=True)
 
 
 def _dataclass_members(tp: Any) -> list[type]:

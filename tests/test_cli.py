@@ -31,7 +31,7 @@ def test_json_to_stdout_is_a_loadable_report(corpus_roots, manifest):
     proc = run("scan", str(FIXTURES / "caches" / "triton-3.6"), "--json", "-")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert data["schema"] == "irscope.report" and data["schema_version"] == 1
+    assert data["schema"] == "irscope.report" and data["schema_version"] == 2
     report = Report.from_json(proc.stdout)
     expected = [e for e in manifest["kernels"] if e["cache"] == "caches/triton-3.6"]
     assert len(report.kernels) == len(expected)

@@ -18,8 +18,12 @@ SNAPSHOT = Path(__file__).parent / "snapshots" / "findings.txt"
 ROOTS = ("caches", "before_after", "kernel_dump")
 
 
-def snapshot_lines() -> list[str]:
-    report = scan([FIXTURES / root for root in ROOTS])
+@pytest.fixture(scope="module")
+def serial_report():
+    return scan([FIXTURES / root for root in ROOTS], jobs=1)
+
+
+def snapshot_lines(report) -> list[str]:
     lines = []
     for r in report.kernels:
         where = Path(r.kernel.directory).resolve().relative_to(FIXTURES)
@@ -29,8 +33,8 @@ def snapshot_lines() -> list[str]:
     return sorted(lines)
 
 
-def test_findings_match_the_snapshot(request):
-    current = snapshot_lines()
+def test_findings_match_the_snapshot(request, serial_report):
+    current = snapshot_lines(serial_report)
     text = "\n".join(current) + "\n"
     if request.config.getoption("--update-snapshots"):
         SNAPSHOT.write_text(text)
@@ -42,3 +46,24 @@ def test_findings_match_the_snapshot(request):
     assert not added and not removed, (
         f"findings changed (review, then --update-snapshots): +{len(added)} -{len(removed)}\n"
         + "\n".join(["+ " + a for a in added[:20]] + ["- " + r for r in removed[:20]]))
+
+
+def test_workers_and_the_result_index_change_no_result(serial_report, tmp_path, monkeypatch):
+    """Two worker processes, then a re-scan read from the result index: the same findings
+    and, beyond the snapshot, the same KernelReports in the same order."""
+    import irscope.pipeline as pipeline
+
+    roots = [FIXTURES / root for root in ROOTS]
+    index = tmp_path / "index"
+    parallel = scan(roots, jobs=2, index=index)
+    assert any(index.rglob("*.pickle"))
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("analyzed again: the index was not used")
+
+    monkeypatch.setattr(pipeline, "analyze_kernel", refuse)
+    warm = scan(roots, jobs=2, index=index)
+    expected = snapshot_lines(serial_report)
+    for report in (parallel, warm):
+        assert snapshot_lines(report) == expected
+        assert report.kernels == serial_report.kernels

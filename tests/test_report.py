@@ -23,6 +23,37 @@ def test_round_trip_is_exact(corpus_report, tmp_path):
     assert loaded.kernels[0].kernel.metadata == corpus_report.kernels[0].kernel.metadata
 
 
+def test_mix_lines_are_written_as_ranges_and_read_back(corpus_report):
+    data = json.loads(corpus_report.to_json())
+    mixes = [m for k in data["kernels"] for m in k["mix"]]
+    written = [row["lines"] for m in mixes for row in m["rows"]]
+    assert written and all(isinstance(w, str) and re.fullmatch(r"(\d+(-\d+)?)(,\d+(-\d+)?)*|", w) for w in written)
+    assert any("-" in w for w in written)  # runs of consecutive lines are folded
+    first = corpus_report.kernels[0].mix[0].rows[0]
+    assert first.lines == tuple(sorted(first.lines)) and len(first.lines) == first.count
+
+
+@pytest.mark.parametrize("lines,text", [((), ""), ((7,), "7"), ((3, 4, 5, 9, 11, 12), "3-5,9,11-12"),
+                                        ((5, 2, 3), "5,2-3")])
+def test_line_ranges_round_trip(lines, text):
+    from irscope.serde import line_ranges, parse_line_ranges
+
+    assert line_ranges(lines) == text
+    assert parse_line_ranges(text) == lines
+
+
+def test_schema_1_reports_with_line_lists_still_load(corpus_report):
+    from irscope.serde import parse_line_ranges
+
+    data = json.loads(corpus_report.to_json())
+    data["schema_version"] = 1
+    for kernel in data["kernels"]:
+        for mix in kernel["mix"]:
+            for row in mix["rows"] + mix["python_lines"]:
+                row["lines"] = list(parse_line_ranges(row["lines"]))
+    assert Report.from_json(json.dumps(data)).kernels == corpus_report.kernels
+
+
 def test_facts_keep_their_origin_through_json(corpus_report):
     data = json.loads(corpus_report.to_json())
     amd = next(k for k in data["kernels"] if k["resources"] and k["resources"]["type"] == "AmdResources")

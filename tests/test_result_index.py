@@ -45,7 +45,7 @@ def test_a_changed_artifact_is_analyzed_again(cache, tmp_path, monkeypatch):
     analyzed = []
     real = pipeline.analyze_kernel
     monkeypatch.setattr(pipeline, "analyze_kernel", lambda k, *a, **kw: analyzed.append(k.key) or real(k, *a, **kw))
-    warm = scan(cache, index=index)
+    warm = scan(cache, index=index, jobs=1)  # in this process, where analyze_kernel is watched
     assert analyzed == [victim.kernel.key]
     assert len(warm.kernels) == len(cold.kernels)
 
@@ -58,8 +58,8 @@ def test_other_rules_or_a_broken_entry_mean_a_fresh_analysis(cache, tmp_path, mo
     analyzed = []
     real = pipeline.analyze_kernel
     monkeypatch.setattr(pipeline, "analyze_kernel", lambda k, *a, **kw: analyzed.append(k.key) or real(k, *a, **kw))
-    repaired = scan(cache, index=index)
+    repaired = scan(cache, index=index, jobs=1)
     assert len(analyzed) == len(repaired.kernels)  # every broken entry was ignored and rewritten
     analyzed.clear()
-    scan(cache, index=index, rules=RuleSelection(("IRS501",)))
+    scan(cache, index=index, rules=RuleSelection(("IRS501",)), jobs=1)
     assert len(analyzed) == len(repaired.kernels)  # another selection, another salt

@@ -6,13 +6,13 @@ name or path contains is taken as markup or as a terminal escape.
 
 from __future__ import annotations
 
-from rich.console import Console, Group
-from rich.table import Table
+from rich.console import Console
 from rich.text import Text
 
 from irscope.model import AmdResources, Fact, KernelReport, NvidiaResources
 from irscope.render.occupancy import occupancy_cell, short_step
 from irscope.render.safe import printable
+from irscope.render.table import Column, draw_table
 from irscope.report import Report
 
 
@@ -53,20 +53,18 @@ def _instructions(r: KernelReport) -> str:
     return f"{mix.total:,} ({mix.count(in_loop=True):,})"
 
 
-def kernel_table(report: Report) -> Table:
-    table = Table(title=Text(f"{len(report.kernels)} kernels"), title_justify="left", header_style="bold")
-    for name, justify in (("kernel", "left"), ("arch", "left"), ("triton", "left"), ("warps/stages", "right"),
-                          ("LDS/smem B", "right"), ("VGPR/regs", "right"),
-                          ("SGPR", "right"), ("spills", "right"), ("scratch B", "right"), ("instrs (loop)", "right"),
-                          ("occupancy", "left"), ("to gain", "left"), ("status", "left")):
-        if name == "kernel":
-            table.add_column(name, justify=justify, overflow="fold", min_width=12, ratio=1)
-        else:
-            table.add_column(name, justify=justify, no_wrap=True, min_width=7 if name == "arch" else len(name))
+COLUMNS = (Column("kernel", shrink=True, min_width=12), Column("arch", min_width=7), Column("triton"),
+           Column("warps/stages", "right"), Column("LDS/smem B", "right"), Column("VGPR/regs", "right"),
+           Column("SGPR", "right"), Column("spills", "right"), Column("scratch B", "right"),
+           Column("instrs (loop)", "right"), Column("occupancy"), Column("to gain"), Column("status"))
+
+
+def kernel_rows(report: Report) -> list[list[str | Text]]:
     def order(r: KernelReport):
         k = r.kernel
         return (k.name, k.target.arch if k.target else "", k.triton_version.value if k.triton_version else "", k.key)
 
+    rows: list[list[str | Text]] = []
     for r in sorted(report.kernels, key=order):
         k = r.kernel
         opts = k.options
@@ -76,15 +74,18 @@ def kernel_table(report: Report) -> Table:
         status = Text("error", style="bold red") if errors else (
             Text("incomplete" if not k.complete else "warning", style="yellow") if warnings
             else Text("ok", style="green"))
-        table.add_row(
-            Text(printable(k.name)),
-            Text(printable(k.target.arch) if k.target else "?"),
-            Text(printable(k.triton_version.value) if k.triton_version else "?"),
+        rows.append([
+            printable(k.name), printable(k.target.arch) if k.target else "?",
+            printable(k.triton_version.value) if k.triton_version else "?",
             f"{_num(_v(opts.num_warps))}/{_num(_v(opts.num_stages))}", _num(_v(opts.shared)),
             regs, sgpr, spill, scratch, _instructions(r), occupancy_cell(r.occupancy),
             short_step(r.occupancy) if r.occupancy else "-", status,
-        )
-    return table
+        ])
+    return rows
+
+
+def kernel_table(report: Report, width: int | None = None) -> Text:
+    return draw_table(f"{len(report.kernels)} kernels", COLUMNS, kernel_rows(report), width)
 
 
 def problem_lines(report: Report) -> list[Text]:
@@ -119,7 +120,9 @@ def finding_lines(report: Report) -> list[Text]:
 
 
 def render(report: Report, console: Console) -> None:
-    parts = [kernel_table(report)]
+    # One Text, printed without wrapping: thousands of findings as separate renderables took
+    # seconds; a finding's lines are short, and a terminal wraps a long path by itself.
+    parts = [kernel_table(report, console.width if console.is_terminal else None)]
     findings = finding_lines(report)
     if findings:
         count = sum(len(r.findings) for r in report.kernels)
@@ -132,4 +135,4 @@ def render(report: Report, console: Console) -> None:
     if report.skipped:
         parts.append(Text(f"\nSkipped {len(report.skipped)} path(s) that hold no kernel "
                           "(autotune results, launchers, files Triton is writing).", style="dim"))
-    console.print(Group(*parts))
+    console.print(Text("\n").join(parts), soft_wrap=True)
