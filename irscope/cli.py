@@ -10,6 +10,7 @@ Exit codes (docs: README "Exit codes"):
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 
@@ -33,7 +34,16 @@ def main(argv: list[str] | None = None) -> int:
     if not hasattr(args, "func"):
         parser.print_help()
         return EXIT_USAGE
-    return args.func(args)
+    # A command holds one report and exits: collecting cycles while it renders a 1,000-kernel
+    # report walked every result again and again. Analysis turns collection back on
+    # (pipeline._collecting, the workers' initializer).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return args.func(args)
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -135,4 +135,11 @@ def render(report: Report, console: Console) -> None:
     if report.skipped:
         parts.append(Text(f"\nSkipped {len(report.skipped)} path(s) that hold no kernel "
                           "(autotune results, launchers, files Triton is writing).", style="dim"))
-    console.print(Text("\n").join(parts), soft_wrap=True)
+    text = Text("\n").join(parts)
+    if console.color_system is None and not console.record:
+        # No styles will be written (a pipe, a file, NO_COLOR): skip rich's segment
+        # rendering, which is most of the time of a 1,000-kernel view.
+        console.file.write(text.plain + "\n")
+        console.file.flush()
+    else:
+        console.print(text, soft_wrap=True)
