@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Mapping
 from irscope.isa import Instruction, IsaFunction, IsaProgram
 from irscope.serde import Lines
 
-if TYPE_CHECKING:  # networkx is imported only when a mix is computed, not when a report is loaded
+if TYPE_CHECKING:
     from irscope.isa_graph import FunctionGraph
 
 
@@ -63,14 +63,9 @@ class InstructionMix:
 
 
 def detail_of(instr: Instruction) -> str:
-    if instr.memory is not None:
-        m = instr.memory
-        width = "?" if m.width_bytes is None else f"{m.width_bytes}B"
-        return f"{m.space}:{width}" + (f"x{m.accesses}" if m.accesses > 1 else "")
-    if instr.matrix is not None:
-        x = instr.matrix
-        return " ".join(p for p in (x.family, x.shape, x.in_type) if p)
-    return ""
+    if instr.memory is None and instr.matrix is None:
+        return ""
+    return _detail(instr.memory, instr.matrix)
 
 
 def instruction_mix(program: IsaProgram, fn: IsaFunction | None = None,
@@ -81,21 +76,45 @@ def instruction_mix(program: IsaProgram, fn: IsaFunction | None = None,
     if fn is None:
         return InstructionMix(program.path, program.isa, "", 0, 0, (), ())
     graph = graph or FunctionGraph(fn)
-    depth = graph.instruction_depth
+    instrs = fn.instructions
     groups: dict[tuple[str, str, bool], list[int]] = defaultdict(list)
     per_line: dict[tuple[str, int], dict[str, int]] = defaultdict(lambda: defaultdict(int))
     per_line_lines: dict[tuple[str, int], list[int]] = defaultdict(list)
-    for instr in fn.instructions:
-        groups[(instr.kind, detail_of(instr), depth[instr.index] > 0)].append(instr.line)
-        if instr.source is not None:
-            key = (instr.source.file, instr.source.line)
-            per_line[key][instr.kind] += 1
-            per_line_lines[key].append(instr.line)
-    rows = tuple(MixRow(k, d, loop, len(lines), tuple(lines)) for (k, d, loop), lines in sorted(groups.items()))
+    # The detail of a memory or matrix op is worked out once per distinct MemoryAccess/MatrixOp
+    # pair (the parser shares one per mnemonic); the (file, line) key and its tallies are looked
+    # up once per run of instructions under the same SourceLine (one `.loc`).
+    details: dict[tuple[int, int], str] = {}
+    prev = counts = at = None
+    for instr, d in zip(instrs, graph.instruction_depth):
+        memory, matrix = instr.memory, instr.matrix
+        if memory is None and matrix is None:
+            groups[(instr.kind, "", d > 0)].append(instr.line)
+        else:
+            key = (id(memory), id(matrix))
+            detail = details.get(key)
+            if detail is None:
+                detail = details[key] = _detail(memory, matrix)
+            groups[(instr.kind, detail, d > 0)].append(instr.line)
+        source = instr.source
+        if source is not prev:
+            prev = source
+            if source is not None:
+                key = (source.file, source.line)
+                counts, at = per_line[key], per_line_lines[key]
+        if source is not None:
+            counts[instr.kind] += 1
+            at.append(instr.line)
+    rows = tuple(MixRow(k, d, loop, len(ls), tuple(ls)) for (k, d, loop), ls in sorted(groups.items()))
     python_lines = tuple(
         LineMix(file, line, dict(sorted(per_line[(file, line)].items(), key=lambda kv: (-kv[1], kv[0]))),
                 tuple(per_line_lines[(file, line)]))
         for file, line in sorted(per_line)
     )
-    return InstructionMix(program.path, program.isa, fn.name, len(fn.instructions), len(graph.loops), rows,
-                          python_lines)
+    return InstructionMix(program.path, program.isa, fn.name, len(instrs), len(graph.loops), rows, python_lines)
+
+
+def _detail(memory, matrix) -> str:
+    if memory is not None:
+        width = "?" if memory.width_bytes is None else f"{memory.width_bytes}B"
+        return f"{memory.space}:{width}" + (f"x{memory.accesses}" if memory.accesses > 1 else "")
+    return " ".join(p for p in (matrix.family, matrix.shape, matrix.in_type) if p)

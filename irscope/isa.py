@@ -13,7 +13,7 @@ Every value keeps the 1-based artifact line it came from.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 from irscope.llvm_ir import SourceLine
 
@@ -111,13 +111,17 @@ class MatrixOp:
         return "x".join("?" if d is None else str(d) for d in (self.m, self.n, self.k))
 
 
-@dataclass(frozen=True, slots=True)
-class Instruction:
+class Instruction(NamedTuple):
     """One machine (or PTX) instruction.
 
     `index` is its position in the function's instruction stream; `args` are the operand
     tokens as written (registers, literals, labels, modifiers such as `offset:16`, `sc0`);
     the ISA's module turns a token into a typed Operand when asked.
+
+    A named tuple rather than a dataclass: a kernel has thousands of instructions, and a
+    frozen dataclass costs 2-3 us each to build (one object.__setattr__ per field) where a
+    tuple costs 0.1 us (parsers/amdgcn.py builds them with tuple.__new__). Fields, repr,
+    hash and immutability read as the dataclass did.
     """
 
     index: int
@@ -136,6 +140,19 @@ class Instruction:
     def text(self) -> str:
         head = f"@{self.predicate} " if self.predicate else ""
         return f"{head}{self.opcode} {' '.join(self.args)}".rstrip()
+
+
+def _dataclass_protocol(cls: type) -> None:
+    """Give a NamedTuple the fields that dataclasses.fields / replace / asdict read, taken from
+    a frozen dataclass twin with the same annotations and defaults, so that code written for
+    the dataclass (parsers/ptx.py replaces `source`) keeps working."""
+    namespace = {"__annotations__": dict(cls.__annotations__), **cls._field_defaults}
+    twin = dataclass(frozen=True)(type(cls.__name__, (), namespace))
+    cls.__dataclass_fields__ = twin.__dataclass_fields__
+    cls.__dataclass_params__ = twin.__dataclass_params__
+
+
+_dataclass_protocol(Instruction)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,9 +180,10 @@ class Operand:
         return tuple(f"{prefix}{self.first + i}" for i in range(self.count))
 
 
-@dataclass(frozen=True, slots=True)
-class BasicBlock:
-    """Instructions [start, end) of a function; `label` is the branch target name if any."""
+class BasicBlock(NamedTuple):
+    """Instructions [start, end) of a function; `label` is the branch target name if any.
+
+    A named tuple with the dataclass protocol, as Instruction is: kernels have hundreds of blocks."""
 
     index: int
     start: int
@@ -174,6 +192,9 @@ class BasicBlock:
     label: str | None = None
     successors: tuple[int, ...] = ()
     loop_hint: int | None = None  # `Loop Header: Depth=N` / `in Loop: ... Depth=N` comment; a hint only
+
+
+_dataclass_protocol(BasicBlock)
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,7 +45,6 @@ class _Function:
         self.name = name
         self.line = line
         self.instructions: list[Instruction] = []
-        self.lines: list[int] = []
         self.blocks = BlockBuilder()
         # SGPRs that hold the scratch buffer descriptor: buffer ops through them are spills
         # (gfx90a spills with `buffer_store_dword v0, off, s[72:75], 0`). The descriptor
@@ -53,7 +52,7 @@ class _Function:
         self.scratch_rsrc: set[str] = {"s0", "s1", "s2", "s3", "s[0:3]"} if private_segment_in_sgprs else set()
 
     def finish(self) -> IsaFunction:
-        blocks, labels = self.blocks.build(self.lines)
+        blocks, labels = self.blocks.build([i.line for i in self.instructions])
         return IsaFunction(self.name, self.line, tuple(self.instructions), blocks, labels)
 
 
@@ -63,6 +62,7 @@ class AmdgcnParser:
         self.path = path
         self.arch: str | None = None
         self.files: dict[int, str] = {}
+        self.paths: dict[str, str] | None = None  # by_basename(files), kept until files change
         self.facts: dict[str, Fact] = {}
         self.unparsed: list[Unparsed] = []
         self.functions: list[IsaFunction] = []
@@ -76,21 +76,109 @@ class AmdgcnParser:
         self.metadata_line: int | None = None
         self.metadata_lines: list[str] = []
         self.in_descriptor = False
-        self.in_kernel_info = False
 
     def parse(self) -> IsaProgram:
-        for lineno, raw in enumerate(self.text.split("\n"), 1):
+        # The hot path (an instruction line inside a function, a `.loc`) is inlined here, with
+        # per-mnemonic facts and per-`.loc` tuples looked up in dicts: a kernel has ~1,500
+        # instructions over ~2,000 lines, and a method call or regex per line is most of the cost.
+        # Everything else goes to the methods below, which keep the parser's state on self.
+        new = tuple.__new__
+        findall = _ARGS.findall
+        mnemonic_facts = _MNEMONIC_FACTS
+        special = _BUFFER | _WAIT | _BRANCH | (_TRACK if self.private_segment_in_sgprs else 0)
+        # A kernel has a `.loc` every third instruction or so: each distinct `.loc` line is read
+        # once (`locs`), and its SourceLine looked up (`sources`) at the first instruction after it.
+        locs: dict[str, tuple[int, int, int, str] | None] = {}
+        sources: dict[str, SourceLine | None] = {}
+        fn = append = source = loc = loc_line = None
+        index = 0  # of the next instruction in `fn`
+        stale = True  # the `.loc` in force changed since `source` was looked up
+        in_info = False
+        numbered = enumerate(self.text.split("\n"), 1)
+        for lineno, raw in numbered:
             line = raw.strip()
             if not line:
                 continue
-            if self.metadata_start is not None:
-                self._metadata_line(raw, line, lineno)
-            elif line[0] == ";":
-                self._comment(line, lineno)
-            elif line[0] == ".":
-                self._dot_line(line, lineno)
+            first = line[0]
+            if first > "Z":  # an instruction (or a label, or junk: _code_line sorts those out)
+                in_info = False
+                head, _, rest = (line.partition(";")[0].rstrip() if ";" in line else line).partition(" ")
+                facts = mnemonic_facts.get(head)
+                if facts is None or fn is None:
+                    head, rest, facts = self._code_line(line, lineno)
+                    if fn is not self.current:
+                        fn = self.current
+                        append, index = (fn.instructions.append, len(fn.instructions)) if fn else (None, 0)
+                    if facts is None:
+                        continue
+                kind, memory, matrix, flags = facts
+                # _ARGS splits on whitespace and commas except inside `op_sel:[0,1]`; without `:[`
+                # str.split gives the same tokens at a fraction of the regex's cost.
+                args = tuple(rest.replace(",", " ").split()) if ":[" not in rest else tuple(findall(rest))
+                wait = None
+                if flags & special:
+                    if flags & _BUFFER:
+                        kind, memory = self._buffer_access(fn, kind, memory, args)
+                    elif flags & _WAIT:
+                        wait = ops.parse_wait(head, args, self.arch)
+                    elif flags & _BRANCH:
+                        targets = tuple(a for a in args if a.startswith(".L"))
+                        if head == "s_setpc_b64" and index >= 2:
+                            targets = _long_branch_target(fn.instructions[index - 2:index]) or targets
+                        fn.blocks.branch(index, targets, falls_through=head.startswith("s_cbranch_"))
+                    elif fn.scratch_rsrc and args:
+                        self._track_scratch_rsrc(fn, head, args)
+                if stale:
+                    source = sources.get(loc_line, _MISSING) if loc_line is not None else _MISSING
+                    if source is _MISSING:
+                        self.raw_loc = loc
+                        source = self._source()
+                        if loc_line is not None:
+                            sources[loc_line] = source
+                    stale = False
+                append(new(Instruction, (index, lineno, head, args, kind, memory, wait, matrix, source, None, None)))
+                index += 1
+            elif first == ".":
+                in_info = False
+                if line[:5] in (".loc\t", ".loc "):
+                    new_loc = locs.get(line, _MISSING)
+                    if new_loc is _MISSING:
+                        new_loc = locs[line] = _loc(line)
+                    if new_loc is not None and new_loc is not loc:
+                        loc, loc_line = new_loc, line
+                        stale = True
+                    continue
+                if line[-1] == ":" and fn is not None and " " not in line and "\t" not in line:
+                    self._label(line[:-1], line, lineno)  # `.Ltmp3:`, `.LBB0_2:`
+                elif line[:5] in _INERT and ":" not in line and not self.in_descriptor:
+                    continue  # `.byte`, `.cfi_*`, `.p2align`, ...: the debug sections are full of them
+                else:
+                    self.raw_loc = loc
+                    self._dot_line(line, lineno)
+                    if self.metadata_start is not None:  # the YAML block, up to .end_amdgpu_metadata
+                        keep = self.metadata_lines.append
+                        for lineno, raw in numbered:  # noqa: B020 - the same iterator, on from here
+                            line = raw.strip()
+                            if not line:
+                                continue
+                            if line.startswith(".end_amdgpu_metadata"):
+                                self._metadata_line(raw, line, lineno)
+                                break
+                            keep(raw)
+                    if self.raw_loc is not loc:  # a `.loc` the fast path did not take
+                        loc, loc_line = self.raw_loc, None
+                        stale = True
+                if fn is not self.current:
+                    fn = self.current
+                    append, index = (fn.instructions.append, len(fn.instructions)) if fn else (None, 0)
+            elif first == ";":
+                in_info = self._comment(line, lineno, in_info)
             else:
-                self._code_line(line, lineno)
+                in_info = False
+                _, _, facts = self._code_line(line, lineno)  # a label or junk: facts is None
+                if fn is not self.current:
+                    fn = self.current
+                    append, index = (fn.instructions.append, len(fn.instructions)) if fn else (None, 0)
         self._end_function()
         if self.metadata_start is not None:  # truncated inside the YAML: keep what was read
             self.unparsed.append(Unparsed(self.metadata_start, ".amdgpu_metadata", "no .end_amdgpu_metadata", False))
@@ -103,34 +191,35 @@ class AmdgcnParser:
 
     # ---- line kinds ---------------------------------------------------------------
 
-    def _comment(self, line: str, lineno: int) -> None:
+    def _comment(self, line: str, lineno: int, in_info: bool) -> bool:
+        """Handle a comment line; returns whether a `; Kernel info:` block is still being read."""
         fn = self.current
         if line.startswith("; %bb.") and fn is not None:  # a block LLVM did not need to label
             fn.blocks.block_start(len(fn.instructions))
             self._depth_hint(line)
         elif line.startswith("; Kernel info:"):
-            self.in_kernel_info = True
-        elif self.in_kernel_info:
+            return True
+        elif in_info:
             m = _INFO.match(line)
             if m:
                 key = m[1].strip()
                 self.facts.setdefault(f"info.{key}", Fact(_number(m[2]), Origin(self.path, lineno, f"; {key}")))
+        return in_info
 
     def _dot_line(self, line: str, lineno: int) -> None:
-        self.in_kernel_info = False
         head = line.split(None, 1)[0]
         if head.endswith(":"):
             self._label(head[:-1], line, lineno)
             return
         if head == ".loc":
-            m = _LOC.match(line)
-            if m:
-                _, _, comment = line.partition(";")
-                self.raw_loc = (int(m[1]), int(m[2]), int(m[3]), comment)
+            loc = _loc(line)
+            if loc is not None:
+                self.raw_loc = loc
         elif head == ".file":
             m = _FILE.match(line)
             if m:
                 self.files[int(m[1])] = f"{m[2]}/{m[3]}" if m[3] is not None else m[2]
+                self.paths = None
         elif self.in_descriptor:
             if head == ".end_amdhsa_kernel":
                 self.in_descriptor = False
@@ -171,8 +260,11 @@ class AmdgcnParser:
         fn.blocks.label(name, at, starts_block=name.startswith(".LBB") or not name.startswith(".L"))
         self._depth_hint(line)
 
-    def _code_line(self, line: str, lineno: int) -> None:
-        self.in_kernel_info = False
+    def _code_line(self, line: str, lineno: int) -> tuple[str, str, tuple | None]:
+        """A line that is neither a comment nor a directive, when the fast path in parse() did
+        not know its first word: a label, an unknown mnemonic, an instruction outside any
+        function, a tab after the mnemonic, or a mnemonic not seen before. Returns
+        (mnemonic, operands, facts) for an instruction to add, facts None otherwise."""
         code, _, _comment = line.partition(";")
         head, _, rest = code.rstrip().partition(" ")
         if "\t" in head:
@@ -180,29 +272,14 @@ class AmdgcnParser:
             rest = f"{more} {rest}"
         if head.endswith(":") and not rest.strip():
             self._label(head[:-1], line, lineno)
-            return
+            return head, rest, None
         fn = self.current
-        mnemonic = head
-        if fn is None or not _MNEMONIC.match(mnemonic) or not mnemonic.startswith(ops.KNOWN_PREFIXES):
+        facts = _mnemonic_facts(head)
+        if fn is None or facts is None:
             reason = "not an AMDGCN instruction" if fn is not None else "outside any function"
             self.unparsed.append(Unparsed(lineno, line, reason, fn is not None))
-            return
-        args = tuple(_ARGS.findall(rest))
-        kind, memory, matrix = ops.classify(mnemonic)
-        if memory is not None and memory.space == "buffer":
-            kind, memory = self._buffer_access(fn, kind, memory, args)
-        wait = ops.parse_wait(mnemonic, args, self.arch) if kind == isa.WAIT else None
-        index = len(fn.instructions)
-        if kind == isa.BRANCH:
-            targets = tuple(a for a in args if a.startswith(".L"))
-            fn.blocks.branch(index, targets, falls_through=mnemonic.startswith("s_cbranch_"))
-        elif fn.scratch_rsrc and args and kind in (isa.SCALAR_ALU, isa.VECTOR_ALU, isa.SCALAR_LOAD):
-            self._track_scratch_rsrc(fn, mnemonic, args)
-        fn.instructions.append(Instruction(
-            index=index, line=lineno, opcode=mnemonic, args=args, kind=kind, memory=memory, wait=wait,
-            matrix=matrix, source=self._source(),
-        ))
-        fn.lines.append(lineno)
+            return head, rest, None
+        return head, rest, facts
 
     def _metadata_line(self, raw: str, line: str, lineno: int) -> None:
         if line.startswith(".end_amdgpu_metadata"):
@@ -263,11 +340,68 @@ class AmdgcnParser:
         source = None
         if line != 0:
             inner = SourceLine(self.files.get(file_no, f"<file {file_no}>"), line, column)
-            paths = by_basename(self.files.values())
+            if self.paths is None:  # until the next `.file`
+                self.paths = by_basename(self.files.values())
+            paths = self.paths
             chain = [SourceLine(paths.get(name, name), ln, col) for name, ln, col in call_sites(comment)]
             source = SourceLine.from_frames([inner, *chain])
         self.sources[raw] = source
         return source
+
+
+_MISSING = object()
+# The first five characters of directives that _dot_line ignores (outside a kernel descriptor).
+_INERT = frozenset({".byte", ".long", ".quad", ".shor", ".asci", ".uleb", ".sleb", ".valu", ".zero", ".p2al",
+                    ".cfi_", ".glob", ".set\t", ".set "})
+# Flags in a mnemonic's facts: what parse() must do beyond building the Instruction.
+_BUFFER, _WAIT, _BRANCH, _TRACK = 1, 2, 4, 8
+# mnemonic -> (kind, memory, matrix, flags) for every valid AMDGCN mnemonic seen; a kernel
+# uses a few hundred, a corpus a few thousand. Cleared if something feeds it garbage.
+_MNEMONIC_FACTS: dict[str, tuple] = {}
+
+
+def _mnemonic_facts(mnemonic: str) -> tuple | None:
+    facts = _MNEMONIC_FACTS.get(mnemonic)
+    if facts is not None:
+        return facts
+    if not _MNEMONIC.match(mnemonic) or not mnemonic.startswith(ops.KNOWN_PREFIXES):
+        return None
+    kind, memory, matrix = ops.classify(mnemonic)
+    flags = 0
+    if memory is not None and memory.space == "buffer":
+        flags = _BUFFER
+    elif kind == isa.WAIT:
+        flags = _WAIT
+    elif kind == isa.BRANCH:
+        flags = _BRANCH
+    elif kind in (isa.SCALAR_ALU, isa.VECTOR_ALU, isa.SCALAR_LOAD):
+        flags = _TRACK
+    if len(_MNEMONIC_FACTS) > 65536:
+        _MNEMONIC_FACTS.clear()
+    facts = _MNEMONIC_FACTS[mnemonic] = (kind, memory, matrix, flags)
+    return facts
+
+
+# LLVM's branch relaxation turns a branch too far for the 16-bit offset into
+#   s_getpc_b64 s[74:75] / .Lpost_getpc2: / s_add_u32 s74, s74, (.LBB0_5763-.Lpost_getpc2)&4294967295
+#   s_addc_u32 s75, s75, (.LBB0_5763-.Lpost_getpc2)>>32 / s_setpc_b64 s[74:75]
+# (kernels of tens of thousands of lines, e.g. a fully unrolled K loop whose back edge is one).
+_LONG_BRANCH = re.compile(r"\((\.L[\w.$]+)-\.Lpost_getpc\w*\)")
+
+
+def _long_branch_target(before: tuple[Instruction, ...]) -> tuple[str, ...]:
+    """The label an `s_setpc_b64` jumps to, read from the two adds before it; () if not that form."""
+    found = {m[1] for instr in before if instr.opcode in ("s_add_u32", "s_addc_u32")
+             for arg in instr.args if (m := _LONG_BRANCH.match(arg))}
+    return tuple(found) if len(found) == 1 else ()
+
+
+def _loc(line: str) -> tuple[int, int, int, str] | None:
+    """(file number, line, column, trailing comment) of a `.loc` directive."""
+    m = _LOC.match(line)
+    if m is None:
+        return None
+    return int(m[1]), int(m[2]), int(m[3]), line.partition(";")[2]
 
 
 def parse_amdgcn(text: str, path: str) -> IsaProgram:

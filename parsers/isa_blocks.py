@@ -48,24 +48,24 @@ class BlockBuilder:
         starts = sorted(i for i in self.leaders if i < n) or [0]
         block_at = {start: b for b, start in enumerate(starts)}
         blocks = []
-        for b, start in enumerate(starts):
-            end = starts[b + 1] if b + 1 < len(starts) else n
-            successors: list[int] = []
+        new = tuple.__new__  # BasicBlock is a named tuple: built without its Python-level __new__
+        branches, labels, leaders, hints = self.branches, self.labels, self.leaders, self.hints
+        ends = starts[1:] + [n]
+        for b, (start, end) in enumerate(zip(starts, ends)):
             last = end - 1
-            if last in self.branches:
-                targets, falls_through = self.branches[last]
+            if last in branches:
+                targets, falls_through = branches[last]
+                successors: list[int] = []
                 for target in targets:
-                    at = self.labels.get(target)
+                    at = labels.get(target)
                     if at is not None and at in block_at:
                         successors.append(block_at[at])
                 if falls_through and end < n:
                     successors.append(b + 1)
-            elif end < n:
-                successors.append(b + 1)
-            label = self.leaders.get(start)
-            blocks.append(BasicBlock(
-                index=b, start=start, end=end, line=lines[start] if start < n else 0, label=label,
-                successors=tuple(dict.fromkeys(successors)), loop_hint=self.hints.get(start),
-            ))
+                succ = tuple(dict.fromkeys(successors))
+            else:
+                succ = (b + 1,) if end < n else ()
+            blocks.append(new(BasicBlock, (b, start, end, lines[start] if start < n else 0, leaders.get(start),
+                                           succ, hints.get(start))))
         label_blocks = {name: block_at[at] for name, at in self.labels.items() if at in block_at}
         return tuple(blocks), label_blocks

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import heapq
 import os
+from bisect import bisect_left
 from dataclasses import dataclass
 
 from irscope import isa
@@ -170,17 +171,21 @@ def _drain(fn, paths, loop, w) -> _Drain | None:
     loads = set()
     for op in w.waited:
         instr = fn.instructions[op.instruction]
-        if instr.kind not in GLOBAL_KINDS or fn.block_of(op.instruction).index not in loop.blocks:
+        if instr.kind not in GLOBAL_KINDS or paths.block[op.instruction] not in loop.blocks:
             continue
         loads.add(op.instruction)
-        gap = paths.between(op.instruction, w.wait, loop.blocks)
-        if gap is None or any(_drains(fn.instructions[i], w.counter) for i in gap):
+        # A path of MAX_GAP instructions or more cannot make a drain, whichever load is closest:
+        # the search stops there (segments() says None, as for a load the loop cannot reach).
+        gap = paths.segments(op.instruction, w.wait, loop.blocks, MAX_GAP)
+        if gap is None or paths.drains_in(gap, w.counter):
             continue  # not reachable inside the loop, or completed by an earlier drain on the way
-        if best is None or len(gap) < len(best[1]):
-            best = (op.instruction, gap)
-    if best is None or len(best[1]) >= MAX_GAP:
+        length = sum(b - a for a, b in gap)
+        if length < MAX_GAP and (best is None or length < best[2]):
+            best = (op.instruction, gap, length)
+    if best is None:
         return None
-    load, gap = best
+    load, segments, _ = best
+    gap = [i for a, b in segments for i in range(a, b)]
     matrix = sum(fn.instructions[i].kind == isa.MATRIX for i in gap)
     if matrix > MAX_MATRIX:
         return None
@@ -193,17 +198,97 @@ def _drains(instr, counter: str) -> bool:
 
 
 class _Paths:
-    """Shortest instruction paths between two instructions, staying inside a loop's blocks."""
+    """Shortest instruction paths between two instructions, staying inside a loop's blocks.
+
+    A path is kept as [start, end) ranges of instruction indices, and the block chain between
+    two blocks is found once per (from, to, loop): a loop's waits ask about dozens of loads
+    that share their blocks, and most paths are only read for their length and for a drain
+    on the way (looked up by bisection in the drains' positions)."""
 
     def __init__(self, fn) -> None:
         self.fn = fn
+        self.block: list[int] = []  # block index of every instruction
+        for b in fn.blocks:
+            self.block.extend([b.index] * (b.end - b.start))
+        self._chains: dict[tuple[int, int, int], list[int] | None] = {}
+        self._drains: dict[str, list[int]] = {}
+        self._near: dict[tuple[int, int, int], dict[int, int]] = {}
+        self._preds: list[list[int]] | None = None
+
+    def segments(self, start: int, end: int, blocks, limit: int | None = None) -> list[tuple[int, int]] | None:
+        """Ranges of the instructions executed strictly between `start` and `end` on the shortest
+        path, in execution order, or None; with `limit`, also None for paths of `limit` or more
+        instructions (the search does not go that far)."""
+        fn = self.fn
+        src, dst = fn.blocks[self.block[start]], fn.blocks[self.block[end]]
+        if src.index == dst.index and start < end:
+            return [(start + 1, end)]
+        if limit is not None:
+            # The two ends count too; and a load whose block is too far from the wait's, as one
+            # backward search from the wait finds for all its loads, needs no search of its own.
+            head = end - dst.start
+            limit -= (src.end - start - 1) + head
+            if limit <= 0 or self._near_blocks(dst.index, blocks, limit + (src.end - start - 1)).get(
+                    src.index, limit) >= limit:
+                return None
+        key = (src.index, dst.index, id(blocks), limit)
+        if key not in self._chains:
+            self._chains[key] = self._chain(src, dst, blocks, limit)
+        chain = self._chains[key]
+        if chain is None:
+            return None
+        return [(start + 1, src.end), *((fn.blocks[b].start, fn.blocks[b].end) for b in chain), (dst.start, end)]
 
     def between(self, start: int, end: int, blocks) -> list[int] | None:
         """Instructions executed strictly between `start` and `end` on the shortest path, or None."""
+        segments = self.segments(start, end, blocks)
+        return None if segments is None else [i for a, b in segments for i in range(a, b)]
+
+    def drains_in(self, segments: list[tuple[int, int]], counter: str) -> bool:
+        """Whether an instruction in the ranges waits for `counter` to reach 0."""
+        at = self._drains.get(counter)
+        if at is None:
+            at = self._drains[counter] = [i.index for i in self.fn.instructions
+                                          if i.wait is not None and i.wait.get(counter) == 0]  # _drains(i)
+        return any(bisect_left(at, a) < bisect_left(at, b) for a, b in segments)
+
+    def _near_blocks(self, dst: int, blocks, budget: int) -> dict[int, int]:
+        """Blocks inside `blocks` whose end is fewer than `budget` instructions before the start
+        of `dst`, with that distance (the instructions of the blocks between)."""
+        key = (dst, id(blocks), budget)
+        near = self._near.get(key)
+        if near is not None:
+            return near
         fn = self.fn
-        src, dst = fn.block_of(start), fn.block_of(end)
-        if src.index == dst.index and start < end:
-            return list(range(start + 1, end))
+        if self._preds is None:
+            self._preds = [[] for _ in fn.blocks]
+            for b in fn.blocks:
+                for s in b.successors:
+                    self._preds[s].append(b.index)
+        preds = self._preds
+        near = self._near[key] = {}
+        heap = [(0, p) for p in preds[dst] if p in blocks]
+        heapq.heapify(heap)
+        while heap:
+            d, b = heapq.heappop(heap)
+            if b in near:
+                continue
+            near[b] = d
+            if b == dst:  # a path reaches dst at its end: nothing before it is nearer through it
+                continue
+            d += fn.blocks[b].end - fn.blocks[b].start
+            if d >= budget:
+                continue
+            for p in preds[b]:
+                if p in blocks and p not in near:
+                    heapq.heappush(heap, (d, p))
+        return near
+
+    def _chain(self, src, dst, blocks, limit: int | None) -> list[int] | None:
+        """The blocks strictly between `src` and `dst` on the shortest path inside `blocks`; None
+        if there is none of fewer than `limit` instructions in all. Dropping the longer entries
+        changes nothing before them: the heap pops every shorter one first, ties broken as before."""
+        fn = self.fn
         best: dict[int, int] = {}
         came: dict[int, int | None] = {}
         heap = [(0, s, -1) for s in src.successors if s in blocks]
@@ -215,17 +300,16 @@ class _Paths:
             if b == dst.index:
                 break
             block = fn.blocks[b]
+            nd = d + block.end - block.start
+            if limit is not None and nd >= limit:
+                continue
             for s in block.successors:
                 if s in blocks and s not in best:
-                    heapq.heappush(heap, (d + block.end - block.start, s, b))
+                    heapq.heappush(heap, (nd, s, b))
         if dst.index not in best:
             return None
         chain, b = [], came[dst.index]
         while b is not None:
             chain.append(b)
             b = came[b]
-        out = list(range(start + 1, src.end))
-        for b in reversed(chain):
-            out.extend(range(fn.blocks[b].start, fn.blocks[b].end))
-        out.extend(range(dst.start, end))
-        return out
+        return chain[::-1]
