@@ -12,14 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from lark import Token
-
 from irscope.ir_types import MemDescType, OtherType, PointerType, ScalarType, TensorType
 from irscope.mlir import Location, SourceFrame
 from irscope.model import Problem
 
 from .mlir_syntax import is_tok, split_commas
-from .mlir_tree import Group, LocNode, Param, span
+from .mlir_tree import TOKEN_CLASSES, Group, LocNode, Param, span
 
 # Dialects whose attributes are layout encodings (irscope.layouts builds them).
 _LAYOUT_DIALECTS = ("ttg.", "triton_gpu.", "ttng.", "triton_nvidia_gpu.")
@@ -80,14 +78,14 @@ class AttributeReader:
         if not items:
             return True  # a unit attribute: `{tt.divisibility}`, `allow_reorder`
         first = items[0]
-        if isinstance(first, Token):
+        if type(first) in TOKEN_CLASSES:
             kind = first.type
             if kind == "INT":
-                return int(first)
+                return int(first.value)
             if kind == "FLOAT":
-                return float(first)
+                return float(first.value)
             if kind == "HEX":
-                return int(first, 16)
+                return int(first.value, 16)
             if kind == "STRING":
                 return first.value[1:-1]
             if kind == "BARE_ID" and len(items) == 1:
@@ -158,7 +156,7 @@ class AttributeReader:
                     else OtherType(text)
             if first.head in ("!tt.ptr",):
                 parts = split_commas(first.items)
-                space = int(parts[1][0]) if len(parts) > 1 and parts[1] and is_tok(parts[1][0], "INT") else 1
+                space = int(parts[1][0].value) if len(parts) > 1 and parts[1] and is_tok(parts[1][0], "INT") else 1
                 return PointerType(self.type_of(parts[0]) if parts else None, space)
             if first.head in _MEMDESC_HEADS:
                 return self._memdesc(first.items, text)

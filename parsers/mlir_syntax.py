@@ -21,11 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from lark import Token
-
 from irscope.mlir import canonical_op_name
 
-from .mlir_tree import Group, LocNode, RegionNode
+from .mlir_tree import TOKEN_CLASSES, Group, LocNode, RegionNode
 
 # Ops whose result type is not the printed type (the printed one is an operand's).
 POINTEE_RESULT = frozenset({"tt.load"})  # `tt.load %p : tensor<..x!tt.ptr<f16>>` -> f16 elements
@@ -71,7 +69,7 @@ class OpSyntax:
 
 
 def is_tok(item, *types: str) -> bool:
-    return isinstance(item, Token) and item.type in types
+    return type(item) in TOKEN_CLASSES and item.type in types
 
 
 def split_commas(items: list) -> list[list]:
@@ -94,7 +92,7 @@ def read_results(items: list) -> tuple[list[tuple[str, int]], int]:
         name, count = items[i].value, 1
         i += 1
         if i + 1 < len(items) and is_tok(items[i], "COLON") and is_tok(items[i + 1], "INT"):
-            count = int(items[i + 1])
+            count = int(items[i + 1].value)
             i += 2
         results.append((name, count))
         if i < len(items) and is_tok(items[i], "COMMA"):

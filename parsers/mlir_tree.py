@@ -2,11 +2,39 @@
 
 Plain slotted classes, not frozen dataclasses: tens of thousands are built per file and
 thrown away once parsers/mlir_build.py has turned them into the model.
+
+Leaves are tokens: `Tok` from the fast reader (parsers/mlir_fast.py), lark's `Token` from
+the lark reader (parsers/mlir_lark.py, the reference and the fallback). Both have type,
+value, start_pos, end_pos and line; code that reads the tree uses only those, never a
+token as a str (lark's Token is one, Tok is not).
 """
 
 from __future__ import annotations
 
-from lark import Token
+
+class Tok:
+    """A leaf of the fast reader: a slotted object is ~3x cheaper to build than lark's Token."""
+
+    __slots__ = ("type", "value", "start_pos", "end_pos", "line")
+
+    def __init__(self, type: str, value: str, start_pos: int, end_pos: int, line: int) -> None:
+        self.type = type
+        self.value = value
+        self.start_pos = start_pos
+        self.end_pos = end_pos
+        self.line = line
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"Tok({self.type!r}, {self.value!r})"
+
+
+# The classes of leaves, tested with `type(x) in TOKEN_CLASSES`. A set, so that the lark
+# reader can add lark's Token when it is first built and importers of this name see it:
+# the fast path never imports lark (~90 ms).
+TOKEN_CLASSES: set[type] = {Tok}
 
 
 class Node:
@@ -18,13 +46,14 @@ class Node:
         self.line = line
 
 
+# The subclasses set Node's fields themselves: super().__init__ would double the cost of a node.
 class Group(Node):
     """`( ... )`, `[ ... ]`, `< ... >` or `{ ... }` (an attribute dict)."""
 
     __slots__ = ("kind", "items")
 
     def __init__(self, kind: str, items: list, start: int, end: int, line: int) -> None:
-        super().__init__(start, end, line)
+        self.start, self.end, self.line = start, end, line
         self.kind = kind
         self.items = items
 
@@ -35,7 +64,7 @@ class Param(Node):
     __slots__ = ("head", "items")
 
     def __init__(self, head: str, items: list, start: int, end: int, line: int) -> None:
-        super().__init__(start, end, line)
+        self.start, self.end, self.line = start, end, line
         self.head = head  # without the `<`
         self.items = items
 
@@ -44,7 +73,7 @@ class RegionNode(Node):
     __slots__ = ("statements",)
 
     def __init__(self, statements: list, start: int, end: int, line: int) -> None:
-        super().__init__(start, end, line)
+        self.start, self.end, self.line = start, end, line
         self.statements = statements
 
 
@@ -54,7 +83,7 @@ class Statement(Node):
     __slots__ = ("items",)
 
     def __init__(self, items: list, start: int, end: int, line: int) -> None:
-        super().__init__(start, end, line)
+        self.start, self.end, self.line = start, end, line
         self.items = items
 
 
@@ -64,12 +93,12 @@ class LocNode(Node):
     __slots__ = ("kind", "args")
 
     def __init__(self, kind: str, args: tuple, start: int, end: int, line: int) -> None:
-        super().__init__(start, end, line)
+        self.start, self.end, self.line = start, end, line
         self.kind = kind
         self.args = args
 
 
 def span(item) -> tuple[int, int]:
-    if isinstance(item, Token):
-        return item.start_pos, item.end_pos
-    return item.start, item.end
+    if isinstance(item, Node):
+        return item.start, item.end
+    return item.start_pos, item.end_pos
