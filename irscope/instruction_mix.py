@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping
 
 from irscope.isa import Instruction, IsaFunction, IsaProgram
-from irscope.serde import Lines
+from irscope.line_ranges import LineRanges
 
 if TYPE_CHECKING:
     from irscope.isa_graph import FunctionGraph
@@ -26,7 +26,7 @@ class MixRow:
     detail: str  # "global:16B", "lds:8Bx2", "mfma 32x32x8 f16", or "" when the kind says it all
     in_loop: bool
     count: int
-    lines: Lines  # artifact lines of the counted instructions
+    lines: LineRanges  # artifact lines of the counted instructions
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class LineMix:
     file: str
     line: int
     counts: Mapping[str, int]  # kind -> count, most first
-    lines: Lines  # artifact lines
+    lines: LineRanges  # artifact lines
 
 
 @dataclass(frozen=True)
@@ -104,10 +104,10 @@ def instruction_mix(program: IsaProgram, fn: IsaFunction | None = None,
         if source is not None:
             counts[instr.kind] += 1
             at.append(instr.line)
-    rows = tuple(MixRow(k, d, loop, len(ls), tuple(ls)) for (k, d, loop), ls in sorted(groups.items()))
+    rows = tuple(MixRow(k, d, loop, len(ls), LineRanges.of(ls)) for (k, d, loop), ls in sorted(groups.items()))
     python_lines = tuple(
         LineMix(file, line, dict(sorted(per_line[(file, line)].items(), key=lambda kv: (-kv[1], kv[0]))),
-                tuple(per_line_lines[(file, line)]))
+                LineRanges.of(per_line_lines[(file, line)]))
         for file, line in sorted(per_line)
     )
     return InstructionMix(program.path, program.isa, fn.name, len(instrs), len(graph.loops), rows, python_lines)

@@ -48,6 +48,15 @@ def salt_for(rules: Sequence[type], options: str = "") -> str:
     """What, besides the artifacts, decides a kernel's results."""
     h = hashlib.blake2b(digest_size=16)
     h.update(f"{__version__}|{options}".encode())
+    # irscope's own code, by its files' sizes and times: a development install changes the
+    # model and the parsers without a new version number.
+    for package in _own_packages():
+        for source in sorted(Path(package).glob("*.py")):
+            try:
+                stat = source.stat()
+            except OSError:
+                continue
+            h.update(f"|{source.name}|{stat.st_size}|{stat.st_mtime_ns}".encode())
     for rule in rules:
         h.update(f"|{rule.code}|{rule.__module__}.{rule.__qualname__}".encode())
         try:
@@ -57,6 +66,14 @@ def salt_for(rules: Sequence[type], options: str = "") -> str:
         except (OSError, TypeError):
             h.update(b"|?")
     return h.hexdigest()
+
+
+def _own_packages() -> list[str]:
+    import irscope
+    import irscope.parsers
+    import irscope.render
+
+    return [p for package in (irscope, irscope.parsers, irscope.render) for p in package.__path__]
 
 
 class ResultIndex:

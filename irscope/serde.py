@@ -12,13 +12,9 @@ import dataclasses
 import types
 import typing
 from functools import lru_cache
-from typing import Annotated, Any, Callable, Iterable, Mapping, Union
+from typing import Any, Callable, Mapping, Union
 
-
-# A tuple of artifact lines written as ranges, "14-18,1901,2073": an instruction mix lists
-# every instruction's line, and as a JSON array of ints that was most of a report's bytes.
-LINE_RANGES = "line ranges"
-Lines = Annotated[tuple[int, ...], LINE_RANGES]
+from irscope.line_ranges import LineRanges
 
 
 def to_data(obj: Any) -> Any:
@@ -31,27 +27,8 @@ def to_data(obj: Any) -> Any:
     return obj
 
 
-def line_ranges(lines: Iterable[int]) -> str:
-    out: list[str] = []
-    first = last = None
-    for n in lines:
-        if last is not None and n == last + 1:
-            last = n
-            continue
-        if first is not None:
-            out.append(str(first) if first == last else f"{first}-{last}")
-        first = last = n
-    if first is not None:
-        out.append(str(first) if first == last else f"{first}-{last}")
-    return ",".join(out)
-
-
-def parse_line_ranges(text: str) -> tuple[int, ...]:
-    lines: list[int] = []
-    for part in text.split(",") if text else ():
-        low, _, high = part.partition("-")
-        lines.extend(range(int(low), int(high or low) + 1))
-    return tuple(lines)
+def _line_text(lines: LineRanges) -> str:
+    return lines.text
 
 
 def _identity(value: Any) -> Any:
@@ -67,8 +44,8 @@ def _plan(cls: type) -> tuple[tuple[str, Callable[[Any], Any]], ...]:
 
 
 def _encoder(tp: Any) -> Callable[[Any], Any]:
-    if typing.get_origin(tp) is Annotated and LINE_RANGES in typing.get_args(tp)[1:]:
-        return line_ranges
+    if tp is LineRanges:
+        return _line_text
     if tp in (int, str, bool, float, type(None)):
         return _identity
     members = _dataclass_members(tp)
@@ -124,14 +101,13 @@ def from_data(tp: Any, data: Any) -> Any:
                 ftype = params.get(hints[f.name], hints[f.name])
                 kwargs[f.name] = from_data(ftype, data[f.name])
         return base(**kwargs)
-    if origin is Annotated:
-        inner, *marks = typing.get_args(tp)
-        if LINE_RANGES in marks and isinstance(data, str):
-            try:
-                return parse_line_ranges(data)
-            except ValueError:
-                raise ValueError(f"not line ranges: {data!r:.40}") from None
-        return from_data(inner, data)  # schema 1 wrote the lines as a list
+    if tp is LineRanges:
+        try:
+            if isinstance(data, str):
+                return LineRanges.parse(data)
+            return LineRanges.of(int(n) for n in _list(data))  # schema 1 wrote a list of lines
+        except (ValueError, TypeError):
+            raise ValueError(f"not line ranges: {data!r:.40}") from None
     if base is tuple:
         args = typing.get_args(tp)
         item = args[0] if args else Any
@@ -159,7 +135,7 @@ def _list(data: Any) -> list:
 
 @lru_cache(maxsize=None)
 def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls, include_extras=True)
+    return typing.get_type_hints(cls)
 
 
 def _dataclass_members(tp: Any) -> list[type]:

@@ -36,21 +36,24 @@ def test_mix_lines_are_written_as_ranges_and_read_back(corpus_report):
 @pytest.mark.parametrize("lines,text", [((), ""), ((7,), "7"), ((3, 4, 5, 9, 11, 12), "3-5,9,11-12"),
                                         ((5, 2, 3), "5,2-3")])
 def test_line_ranges_round_trip(lines, text):
-    from irscope.serde import line_ranges, parse_line_ranges
+    from irscope.line_ranges import LineRanges, parse_ranges, ranges_text
 
-    assert line_ranges(lines) == text
-    assert parse_line_ranges(text) == lines
+    assert ranges_text(lines) == text
+    assert parse_ranges(text) == lines
+    held = LineRanges.of(lines)
+    assert held == lines and tuple(held) == lines and len(held) == len(lines) and bool(held) == bool(lines)
+    assert held == LineRanges.parse(text) and hash(held) == hash(LineRanges.parse(text))
 
 
 def test_schema_1_reports_with_line_lists_still_load(corpus_report):
-    from irscope.serde import parse_line_ranges
+    from irscope.line_ranges import parse_ranges
 
     data = json.loads(corpus_report.to_json())
     data["schema_version"] = 1
     for kernel in data["kernels"]:
         for mix in kernel["mix"]:
             for row in mix["rows"] + mix["python_lines"]:
-                row["lines"] = list(parse_line_ranges(row["lines"]))
+                row["lines"] = list(parse_ranges(row["lines"]))
     assert Report.from_json(json.dumps(data)).kernels == corpus_report.kernels
 
 
