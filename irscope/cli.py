@@ -63,6 +63,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     scan.add_argument("paths", nargs="*", metavar="PATH")
     scan.add_argument("--json", metavar="FILE", help="write the report as JSON to FILE ('-' for stdout)")
+    from irscope.exports import add_diff_flags, add_scan_flags
+
+    add_scan_flags(scan)  # --sarif, --csv, --parquet, --markdown (irscope/exports.py)
     scan.add_argument("--sass", action="store_true",
                       help="also disassemble each cubin with nvdisasm (Triton's bundled one, TRITON_NVDISASM_PATH, "
                            "or CUDA's) and count its SASS instructions")
@@ -77,6 +80,7 @@ def _parser() -> argparse.ArgumentParser:
                            "conversion and LDS buffer (Triton 3.3+)")
     scan.add_argument("--keep", action="store_true", help="with a script: keep the run's cache (its path is printed)")
     scan.add_argument("--out", metavar="DIR", help="with a script: put the run's cache and launches in DIR and keep it")
+    scan.add_argument("--tui", action="store_true", help="open the result in the Textual browser (irscope tui)")
     scan.add_argument("-j", "--jobs", type=_jobs, metavar="N",
                       help="worker processes for the analysis (default: one per core)")
     _selection_flags(scan)
@@ -95,6 +99,7 @@ def _parser() -> argparse.ArgumentParser:
                       help="also show a text diff of this stage, with names, registers, labels and locations "
                            "normalized")
     diff.add_argument("--json", metavar="FILE", help="write the whole diff as JSON to FILE ('-' for stdout)")
+    add_diff_flags(diff)  # --markdown
     diff.add_argument("--no-cache", action="store_true", help="analyze every kernel afresh (see scan --no-cache)")
     diff.add_argument("--fail-on", choices=("regression",),
                       help="exit 1 when any pair regressed ([tool.irscope] regression picks the checks)")
@@ -102,6 +107,29 @@ def _parser() -> argparse.ArgumentParser:
                       help="worker processes for the analysis (default: one per core)")
     _selection_flags(diff)
     diff.set_defaults(func=_cmd_diff)
+
+    tui = sub.add_parser(
+        "tui", help="browse kernels, IR, ISA, findings, occupancy and diffs in the terminal",
+        description="Open the Textual browser on a cache, kernel directory or saved report (default: the "
+                    "user's Triton cache), or on two builds with --diff BEFORE AFTER. Press ? for the keys.")
+    tui.add_argument("paths", nargs="*", metavar="PATH")
+    tui.add_argument("--diff", nargs=2, metavar=("BEFORE", "AFTER"), help="compare two builds side by side")
+    tui.add_argument("--source", action="append", default=[], metavar="DIR",
+                     help="where the kernels' Python files are, when the paths the artifacts name are not here")
+    tui.add_argument("--no-cache", action="store_true", help="analyze every kernel afresh (see scan --no-cache)")
+    tui.set_defaults(func=_cmd_tui)
+
+    baseline = sub.add_parser(
+        "baseline", help="write the current findings as accepted, for pytest --irscope-baseline",
+        description="Scan PATH (or read a saved report) and write its findings to stdout as a baseline: "
+                    "`irscope baseline PATH > irscope-baseline.json`. With --irscope-baseline FILE, the pytest "
+                    "plugin fails only on findings the baseline does not hold (irscope/baseline.py: the key).")
+    baseline.add_argument("paths", nargs="*", metavar="PATH")
+    baseline.add_argument("--no-cache", action="store_true", help="analyze every kernel afresh (see scan --no-cache)")
+    baseline.add_argument("-j", "--jobs", type=_jobs, metavar="N",
+                          help="worker processes for the analysis (default: one per core)")
+    _selection_flags(baseline)
+    baseline.set_defaults(func=_cmd_baseline)
 
     passes = sub.add_parser(
         "passes", help="the pass timeline of an MLIR_ENABLE_DUMP log",
@@ -195,6 +223,12 @@ def _cmd_scan(args: argparse.Namespace) -> int:
     if (args.target or args.keep or args.out or args.dump or args.script_args) and not scripts:
         _error("--target, --keep, --out and `-- args` go with a script: irscope scan script.py --target gfx942")
         return EXIT_USAGE
+    from irscope.exports import check as check_exports
+
+    problem = check_exports(args)  # before a long scan: two outputs on stdout, no pyarrow
+    if problem:
+        _error(problem)
+        return EXIT_USAGE
     if scripts:
         return _run_script(args, scripts[0])
     from irscope.parsers.mlir_dump import is_dump
@@ -213,12 +247,20 @@ def _cmd_scan(args: argparse.Namespace) -> int:
         _error(f"no Triton kernels found under {where}")
         return EXIT_USAGE
 
+    if args.tui:
+        if args.json and args.json != "-":
+            report.save(args.json)
+        return _run_tui(report, None, ())
+    from irscope.exports import write_scan
+
+    to_stdout = write_scan(report, args)  # --sarif, --csv, --parquet, --markdown
     if args.json == "-":
         sys.stdout.write(report.to_json() + "\n")
         return EXIT_OK
     if args.json:
         report.save(args.json)
-    render(report, _console())
+    if not to_stdout:
+        render(report, _console())
     return EXIT_OK
 
 
@@ -318,6 +360,12 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     from irscope.serde import to_data
     from irscope.stage_diff import stage_diff
 
+    from irscope.exports import check as check_exports
+
+    problem = check_exports(args, ("json", "markdown"))
+    if problem:
+        _error(problem)
+        return EXIT_USAGE
     pairs = []
     for text in args.pair:
         a, sep, b = text.partition("=")
@@ -355,9 +403,70 @@ def _cmd_diff(args: argparse.Namespace) -> int:
             from pathlib import Path
 
             Path(args.json).write_text(text)
-    if args.json != "-":
+    from irscope.exports import write_diff
+
+    to_stdout = write_diff(report, args)  # --markdown
+    if args.json != "-" and not to_stdout:
         render(report, _console(), stages)
     return EXIT_REGRESSION if args.fail_on == "regression" and report.regressed else EXIT_OK
+
+
+def _cmd_tui(args: argparse.Namespace) -> int:
+    from irscope.harvester import HarvestError
+    from irscope.report import ReportError
+
+    try:
+        if args.diff:
+            from irscope.diff import diff_reports, load_policy
+
+            before, after = (_load_side(p, None, not args.no_cache) for p in args.diff)
+            report, diff = None, diff_reports(before, after, policy=load_policy())
+        else:
+            if len(args.paths) == 1:  # a cache, a kernel directory or a saved report
+                report = _load_side(args.paths[0], None, not args.no_cache)
+            else:
+                from irscope.pipeline import scan
+
+                report = scan(args.paths or None, index=not args.no_cache)
+            diff = None
+    except (HarvestError, ReportError) as exc:
+        _error(str(exc))
+        return EXIT_USAGE
+    if report is not None and not report.kernels:
+        _error(f"no Triton kernels found under {', '.join(report.roots)}")
+        return EXIT_USAGE
+    return _run_tui(report, diff, tuple(args.source))
+
+
+def _run_tui(report, diff, source_dirs: tuple[str, ...]) -> int:
+    try:
+        from irscope.tui.app import IrscopeApp
+    except ImportError as exc:  # textual is a dependency; a broken install says what is missing
+        _error(f"the TUI needs textual: {exc}")
+        return EXIT_USAGE
+    IrscopeApp(report=report, diff=diff, source_dirs=source_dirs).run()
+    return EXIT_OK
+
+
+def _cmd_baseline(args: argparse.Namespace) -> int:
+    from irscope.api import load
+    from irscope.baseline import Baseline
+    from irscope.harvester import HarvestError
+    from irscope.report import ReportError
+
+    try:
+        report = load(args.paths or None, rules=_selection(args), index=not args.no_cache, jobs=args.jobs)
+    except (HarvestError, ReportError, ValueError) as exc:  # RuleConfigError is a ValueError
+        _error(str(exc))
+        return EXIT_USAGE
+    if not report.kernels:
+        _error(f"no Triton kernels found under {', '.join(report.roots) or ', '.join(args.paths)}")
+        return EXIT_USAGE
+    baseline = Baseline.of(report)
+    sys.stdout.write(baseline.to_json())
+    print(f"irscope: {sum(baseline.counts.values())} finding(s) of {len(report.kernels)} kernel(s) in the baseline",
+          file=sys.stderr)
+    return EXIT_OK
 
 
 def _cmd_passes(args: argparse.Namespace) -> int:
@@ -439,12 +548,15 @@ def _run_script(args: argparse.Namespace, script: str) -> int:
         _error(str(exc))
         return EXIT_USAGE
     report = result.report
+    from irscope.exports import write_scan
+
+    to_stdout = write_scan(report, args) if report.kernels else False  # --sarif, --csv, --parquet, --markdown
     if args.json:
         if args.json == "-":
             sys.stdout.write(report.to_json() + "\n")
         else:
             report.save(args.json)
-    if args.json != "-" and report.kernels:
+    if args.json != "-" and not to_stdout and report.kernels:
         out = _console()
         render(report, out)
         if args.dump:

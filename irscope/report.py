@@ -36,6 +36,14 @@ class Report:
     schema_version: int = SCHEMA_VERSION
     extra: dict = field(default_factory=dict, compare=False)
 
+    def find(self, name: str = "*", arch: str | None = None) -> tuple[KernelReport, ...]:
+        """The kernels whose name (or key) matches the glob `name`, built for `arch` if given."""
+        from fnmatch import fnmatchcase
+
+        return tuple(r for r in self.kernels
+                     if (fnmatchcase(r.kernel.name, name) or fnmatchcase(r.kernel.key, name))
+                     and (arch is None or (r.kernel.target is not None and r.kernel.target.arch == arch)))
+
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(to_data(self), indent=indent, ensure_ascii=False)
 
@@ -66,3 +74,16 @@ class Report:
         except (OSError, UnicodeDecodeError) as exc:
             raise ReportError(f"{path}: cannot read report: {exc}") from None
         return cls.from_json(text, str(path))
+
+    # pandas is imported on first use only (irscope/render/frames.py; columns in docs/exports.md).
+    def to_frame(self):
+        """One row per kernel: the console table's facts as typed pandas columns."""
+        from irscope.render.frames import kernels_frame
+
+        return kernels_frame(self)
+
+    def findings_frame(self):
+        """One row per finding."""
+        from irscope.render.frames import findings_frame
+
+        return findings_frame(self)

@@ -78,15 +78,20 @@ class RuleSelection:
             if not any(_matches(selector, r) for r in self.candidates()):
                 raise RuleConfigError(f"{self.source}: {selector!r} selects no rule (see `irscope rules`)")
 
-    def enabled(self, rule: type[Rule]) -> bool:
+    def enabled(self, rule: type[Rule] | Finding) -> bool:
         return _best(self.select, rule) > _best(self.ignore, rule)
 
-    def suppressed(self, rule: type[Rule], kernel_name: str) -> bool:
+    def suppressed(self, rule: type[Rule] | Finding, kernel_name: str) -> bool:
         return any(fnmatch.fnmatchcase(kernel_name, pattern) and any(_matches(s, rule) for s in selectors)
                    for pattern, selectors in self.per_kernel_ignores)
 
     def rules(self) -> tuple[type[Rule], ...]:
         return tuple(r for r in self.candidates() if self.enabled(r))
+
+    def reports(self, finding: Finding, kernel_name: str) -> bool:
+        """Whether this selection asks for a finding already made (a saved report's, or a filter in a
+        test): matched by its code and slug, as its rule would be, even if that rule is not installed."""
+        return self.enabled(finding) and not self.suppressed(finding, kernel_name)
 
     def extended(self, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> RuleSelection:
         """The command line's --select replaces the configured one; --ignore adds to it (ruff's way)."""
@@ -95,11 +100,11 @@ class RuleSelection:
                              self.universe)
 
 
-def _matches(selector: str, rule: type[Rule]) -> bool:
+def _matches(selector: str, rule: type[Rule] | Finding) -> bool:  # a rule's code and slug, or a finding's
     return selector == "ALL" or rule.code.startswith(selector.upper()) or selector == rule.slug
 
 
-def _best(selectors: Iterable[str], rule: type[Rule]) -> int:
+def _best(selectors: Iterable[str], rule: type[Rule] | Finding) -> int:
     """How specific the most specific matching selector is (ruff: the longer prefix wins); -1 for none."""
     lengths = [0 if s == "ALL" else len(rule.code) if s == rule.slug else len(s)
                for s in selectors if _matches(s, rule)]

@@ -6,6 +6,8 @@ name or path contains is taken as markup or as a terminal escape.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Sequence
+
 from rich.console import Console
 from rich.text import Text
 
@@ -14,6 +16,9 @@ from irscope.render.occupancy import occupancy_cell, short_step
 from irscope.render.safe import printable
 from irscope.render.table import Column, draw_table
 from irscope.report import Report
+
+if TYPE_CHECKING:
+    from irscope.findings import Finding
 
 
 def _v(fact: Fact | None) -> int | None:
@@ -59,13 +64,15 @@ COLUMNS = (Column("kernel", shrink=True, min_width=12), Column("arch", min_width
            Column("instrs (loop)", "right"), Column("occupancy"), Column("to gain"), Column("status"))
 
 
-def kernel_rows(report: Report) -> list[list[str | Text]]:
-    def order(r: KernelReport):
-        k = r.kernel
-        return (k.name, k.target.arch if k.target else "", k.triton_version.value if k.triton_version else "", k.key)
+def sort_key(r: KernelReport) -> tuple:
+    """The table's order: by name, arch, Triton version, then key."""
+    k = r.kernel
+    return (k.name, k.target.arch if k.target else "", k.triton_version.value if k.triton_version else "", k.key)
 
+
+def kernel_rows(report: Report) -> list[list[str | Text]]:
     rows: list[list[str | Text]] = []
-    for r in sorted(report.kernels, key=order):
+    for r in sorted(report.kernels, key=sort_key):
         k = r.kernel
         opts = k.options
         regs, sgpr, spill, scratch = _registers(r)
@@ -101,21 +108,26 @@ def problem_lines(report: Report) -> list[Text]:
 
 def finding_lines(report: Report) -> list[Text]:
     """Findings grouped by kernel, most serious first, each with its line and the fix."""
-    from irscope.findings import SEVERITIES
-
     lines: list[Text] = []
     for r in sorted(report.kernels, key=lambda r: r.kernel.key):
-        if not r.findings:
-            continue
-        arch = r.kernel.target.arch if r.kernel.target else "?"
-        lines.append(Text.assemble((printable(r.kernel.name), "bold"), f"  {printable(arch)}  ",
-                                   (printable(r.kernel.key), "dim")))
-        for f in sorted(r.findings, key=lambda f: (SEVERITIES.index(f.severity), f.code, f.line or 0)):
-            style = {"error": "red", "warning": "yellow"}.get(f.severity, "cyan")
-            lines.append(Text.assemble("  ", (f"{f.severity} {f.code}", style), f" {f.slug}  ",
-                                       printable(f.where)))
-            lines.append(Text("      " + printable(f.message)))
-            lines.append(Text("      fix: " + printable(f.fix), style="dim"))
+        if r.findings:
+            lines.extend(kernel_finding_lines(r, r.findings))
+    return lines
+
+
+def kernel_finding_lines(r: KernelReport, findings: Sequence[Finding]) -> list[Text]:
+    """One kernel's heading and the given findings of it, as `scan` prints them (the pytest plugin
+    and irscope.testing show a failure with these too, as plain text)."""
+    from irscope.findings import SEVERITIES
+
+    arch = r.kernel.target.arch if r.kernel.target else "?"
+    lines = [Text.assemble((printable(r.kernel.name), "bold"), f"  {printable(arch)}  ",
+                           (printable(r.kernel.key), "dim"))]
+    for f in sorted(findings, key=lambda f: (SEVERITIES.index(f.severity), f.code, f.line or 0)):
+        style = {"error": "red", "warning": "yellow"}.get(f.severity, "cyan")
+        lines.append(Text.assemble("  ", (f"{f.severity} {f.code}", style), f" {f.slug}  ", printable(f.where)))
+        lines.append(Text("      " + printable(f.message)))
+        lines.append(Text("      fix: " + printable(f.fix), style="dim"))
     return lines
 
 

@@ -1,0 +1,92 @@
+"""`scan --sarif/--csv/--parquet/--markdown` and `diff --markdown`: the flags and the files they write.
+
+The formats are in irscope/render/ (sarif.py, frames.py, markdown.py) and docs/exports.md. Each
+flag takes a FILE, or `-` for stdout (not `--parquet`, which is binary); only one output may go
+to stdout, and then the console table is not printed. Checked before anything is scanned, so a
+missing pyarrow is said at once, not after a long scan.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+
+STDOUT = "-"
+SCAN_EXPORTS = ("json", "sarif", "csv", "parquet", "markdown")
+
+
+def add_scan_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sarif", metavar="FILE",
+                        help="write the findings as SARIF 2.1.0 to FILE ('-' for stdout), for code scanning")
+    parser.add_argument("--csv", metavar="FILE",
+                        help="write one row per kernel to FILE ('-' for stdout) and one per finding to "
+                             "FILE-findings (out.csv -> out-findings.csv); columns in docs/exports.md")
+    parser.add_argument("--parquet", metavar="FILE",
+                        help="the same two tables as Parquet (FILE, FILE-findings); needs pyarrow "
+                             "(pip install 'irscope[parquet]')")
+    parser.add_argument("--markdown", metavar="FILE",
+                        help="write a summary for a pull-request comment to FILE ('-' for stdout)")
+
+
+def add_diff_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--markdown", metavar="FILE",
+                        help="write a summary for a pull-request comment, regressions first, to FILE ('-' for stdout)")
+
+
+def check(args: argparse.Namespace, names: tuple[str, ...] = SCAN_EXPORTS) -> str | None:
+    """Why these export flags cannot be honoured, or None."""
+    given = {n: getattr(args, n, None) for n in names if getattr(args, n, None)}
+    to_stdout = [n for n, v in given.items() if v == STDOUT]
+    if len(to_stdout) > 1:
+        return f"only one output can go to stdout; give a FILE to {' or '.join('--' + n for n in to_stdout[1:])}"
+    if given.get("parquet") == STDOUT:
+        return "--parquet writes a binary file: give a FILE, not '-'"
+    if "parquet" in given and not pyarrow_installed():
+        return ("--parquet needs pyarrow, which is not installed: "
+                "pip install 'irscope[parquet]' (or: pip install pyarrow)")
+    return None
+
+
+def pyarrow_installed() -> bool:
+    return importlib.util.find_spec("pyarrow") is not None
+
+
+def _write(path: str, text: str) -> None:
+    if path == STDOUT:
+        sys.stdout.write(text)
+    else:
+        Path(path).write_text(text, encoding="utf-8")
+
+
+def write_scan(report, args: argparse.Namespace) -> bool:
+    """Write every export asked for (not --json, which the command writes); True when one went to stdout."""
+    if args.sarif:
+        from irscope.render.sarif import sarif_text
+
+        _write(args.sarif, sarif_text(report))
+    if args.csv or args.parquet:
+        from irscope.render.frames import findings_frame, findings_path, kernels_frame
+
+        kernels, findings = kernels_frame(report), findings_frame(report)
+        if args.csv:
+            _write(args.csv, kernels.to_csv(index=False, lineterminator="\n"))
+            if args.csv != STDOUT:
+                findings.to_csv(findings_path(args.csv), index=False, lineterminator="\n")
+        if args.parquet:
+            kernels.to_parquet(args.parquet, index=False)
+            findings.to_parquet(findings_path(args.parquet), index=False)
+    if args.markdown:
+        from irscope.render.markdown import scan_markdown
+
+        _write(args.markdown, scan_markdown(report))
+    return STDOUT in (args.sarif, args.csv, args.markdown)
+
+
+def write_diff(diff, args: argparse.Namespace) -> bool:
+    if args.markdown:
+        from irscope.render.markdown import diff_markdown
+
+        _write(args.markdown, diff_markdown(diff))
+    return args.markdown == STDOUT
