@@ -347,6 +347,13 @@ class _BodyReader:
         return self._op(kind, space, value_type, line, where, via=mnemonic, operation=operation, bits=bits)
 
 
+def debug_info(text: str) -> "_DebugInfo":
+    """The debug metadata of an LLVM IR text, for resolving `!dbg !N` to source lines."""
+    text = "\n" + text
+    start = text.find("\n!")
+    return _DebugInfo(text, len(text) if start < 0 else start)
+
+
 class _DebugInfo:
     """`!dbg !N` -> SourceLine, following DILocation scopes to their DIFile, resolved on demand."""
 

@@ -1,0 +1,67 @@
+"""Snapshots of the main screens at a fixed terminal size (pytest-textual-snapshot).
+
+A change to what a screen shows is a diff of an SVG to review; rewrite them with
+`python -m pytest tests/test_tui_snapshots.py --snapshot-update`. textual and the
+snapshot plugin are pinned in the `test` extra, so the pictures do not drift with releases.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import FIXTURES
+
+from irscope.pipeline import scan
+
+pytest.importorskip("pytest_textual_snapshot")
+
+from irscope.tui.app import IrscopeApp  # noqa: E402
+
+SIZE = (150, 40)
+CACHE = FIXTURES / "caches" / "triton-3.9"
+
+
+@pytest.fixture(scope="module")
+def report():
+    import os
+
+    # Relative paths: the pictures must not depend on where the repository is checked out.
+    here = os.getcwd()
+    os.chdir(FIXTURES.parent)
+    try:
+        return scan(os.path.relpath(CACHE, FIXTURES.parent), jobs=1)
+    finally:
+        os.chdir(here)
+
+
+def _gemm_row(report) -> int:
+    from irscope.render.console import sort_key
+
+    ordered = sorted(report.kernels, key=sort_key)
+    return next(i for i, r in enumerate(ordered)
+                if r.kernel.name == "matmul_kernel" and r.kernel.target.arch == "gfx942" and r.findings)
+
+
+def test_kernel_table(snap_compare, report):
+    assert snap_compare(IrscopeApp(report=report), terminal_size=SIZE)
+
+
+def test_kernel_view_findings(snap_compare, report):
+    async def open_gemm(pilot):
+        await pilot.press(*["down"] * _gemm_row(report), "enter")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+    assert snap_compare(IrscopeApp(report=report, source_dirs=(str(FIXTURES / "kernels"),)),
+                        terminal_size=SIZE, run_before=open_gemm)
+
+
+def test_kernel_view_isa_after_picking_a_finding(snap_compare, report):
+    async def pick_first_finding(pilot):
+        await pilot.press(*["down"] * _gemm_row(report), "enter")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+
+    assert snap_compare(IrscopeApp(report=report, source_dirs=(str(FIXTURES / "kernels"),)),
+                        terminal_size=SIZE, run_before=pick_first_finding)

@@ -1,0 +1,63 @@
+"""The irscope browser: `irscope tui [PATH|REPORT]` and `irscope tui --diff BEFORE AFTER`.
+
+The app is handed values the core made (a Report, or a DiffReport) and renders them; it
+reads artifact text from disk to show it, and asks the core for line maps
+(irscope/line_map.py). Nothing outside this package imports textual.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import App
+from textual.binding import Binding
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from irscope.diff import DiffReport
+from irscope.report import Report
+
+HELP = """irscope tui: keys
+
+Kernel table   Enter open a kernel   / filter (name, arch, key, rule code)   Esc clear the filter
+               s sort by the next column (or click a header)   r reverse the order
+Kernel view    ] next tab, [ previous, 1-9 a tab (or click it)   arrows, PgUp/PgDn, g/G move   Enter pick
+               picking a Python line marks the lines it became in every stage;
+               picking an IR/ISA line jumps to its Python line; Enter on a finding jumps to it
+               / search in this tab, n next match   c copy the artifact's path   Esc back
+Occupancy tab  type VGPRs, LDS, warps (or registers, shared) and press Enter: the what-if
+Diff           Enter show a pair's changes   r regressions only
+Everywhere     ? this help   q quit
+"""
+
+
+class HelpScreen(ModalScreen):
+    BINDINGS = [Binding("escape,q,question_mark", "app.pop_screen", "Close")]
+
+    def compose(self):
+        yield Static(Text(HELP), id="help")
+
+
+class IrscopeApp(App):
+    TITLE = "irscope"
+    CSS_PATH = "irscope.tcss"
+    BINDINGS = [Binding("q", "quit", "Quit"), Binding("question_mark", "help", "Help")]
+
+    def __init__(self, report: Report | None = None, diff: DiffReport | None = None,
+                 source_dirs: tuple[str, ...] = ()) -> None:
+        super().__init__()
+        self.report = report
+        self.diff = diff
+        self.source_dirs = source_dirs
+
+    def on_mount(self) -> None:
+        if self.diff is not None:
+            from irscope.tui.diff_view import DiffScreen
+
+            self.push_screen(DiffScreen(self.diff))
+        else:
+            from irscope.tui.kernels import KernelsScreen
+
+            self.push_screen(KernelsScreen(self.report, self.source_dirs))
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())

@@ -1,0 +1,61 @@
+"""What the kernel view shows beside its text: the kernel's Python source, and per line what
+the instruction mix counts there (the gutter). Everything comes from the Report."""
+
+from __future__ import annotations
+
+import os
+
+from irscope.model import KernelReport
+
+# Short gutter names for the mix's instruction kinds.
+KIND_SHORT = {"global_load": "gload", "global_store": "gstore", "global_atomic": "gatom", "shared_load": "lds_rd",
+              "shared_store": "lds_wr", "shared_atomic": "lds_at", "async_copy": "async", "local_load": "spill_rd",
+              "local_store": "spill_wr", "scalar_load": "sload", "wait": "wait", "barrier": "barrier",
+              "matrix": "mma", "branch": "branch", "scalar_alu": "salu", "vector_alu": "valu", "other": "other"}
+
+
+def gutter_for_isa(report: KernelReport, isa: str) -> dict[int, str]:
+    """ISA line -> its instruction's kind and detail (`gload 16B`), memory and matrix first."""
+    mix = next((m for m in report.mix if m.isa == isa), None)
+    out: dict[int, str] = {}
+    if mix is None:
+        return out
+    for row in mix.rows:
+        label = KIND_SHORT.get(row.kind, row.kind)
+        if row.detail:
+            label += " " + row.detail.split(":")[-1]
+        for line in row.lines:
+            out[line] = label[:16]
+    return out
+
+
+def gutter_for_source(report: KernelReport, python_file: str | None) -> dict[int, str]:
+    """Python line -> the two largest counts of what it became in the first ISA (`34 valu 8 mma`)."""
+    if python_file is None or not report.mix:
+        return {}
+    out = {}
+    for p in report.mix[0].python_lines:
+        if os.path.basename(p.file) != os.path.basename(python_file):
+            continue
+        top = list(p.counts.items())[:2]
+        out[p.line] = " ".join(f"{n} {KIND_SHORT.get(k, k)}" for k, n in top)[:18]
+    return out
+
+
+def read_python_source(report: KernelReport, files: set[str], source_dirs: tuple[str, ...]) -> tuple[str | None, str]:
+    """(the kernel's file, its text). The artifacts name the file where it was compiled; when
+    that path is not on this machine, a file of the same name under `source_dirs` is used."""
+    name = report.kernel.name
+    candidates = sorted(files)
+    for path in candidates + [os.path.join(d, os.path.basename(f)) for d in source_dirs for f in candidates]:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except OSError:
+            continue
+        if f"def {name}(" in text or len(candidates) == 1:
+            return path, text
+    where = ", ".join(candidates) or "no Python file is named in the assembly's line info"
+    return (candidates[0] if candidates else None), (
+        f"The kernel's Python source is not readable here ({where}).\n"
+        "Pass the directory that holds it: irscope tui PATH --source DIR")
