@@ -10,7 +10,6 @@ Exit codes (docs: README "Exit codes"):
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import sys
 
@@ -37,13 +36,10 @@ def main(argv: list[str] | None = None) -> int:
     # A command holds one report and exits: collecting cycles while it renders a 1,000-kernel
     # report walked every result again and again. Analysis turns collection back on
     # (pipeline._collecting, the workers' initializer).
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    from irscope.pipeline import paused_gc
+
+    with paused_gc():
         return args.func(args)
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _parser() -> argparse.ArgumentParser:
