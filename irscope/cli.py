@@ -36,10 +36,20 @@ def main(argv: list[str] | None = None) -> int:
     # A command holds one report and exits: collecting cycles while it renders a 1,000-kernel
     # report walked every result again and again. Analysis turns collection back on
     # (pipeline._collecting, the workers' initializer).
-    from irscope.pipeline import paused_gc
+    from irscope.pipeline import debug_enabled, paused_gc
 
-    with paused_gc():
-        return args.func(args)
+    if args.debug:
+        os.environ["IRSCOPE_DEBUG"] = "1"  # worker processes inherit it
+    try:
+        with paused_gc():
+            return args.func(args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # noqa: BLE001 - a bug in irscope: one line, the traceback under --debug
+        if debug_enabled():
+            raise
+        _error(f"internal error: {type(exc).__name__}: {exc} (this is irscope's bug; --debug shows the traceback)")
+        return EXIT_USAGE
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -48,6 +58,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Analyze the code Triton generated: kernels, registers, LDS, spills.",
     )
     parser.add_argument("--version", action="version", version=f"irscope {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the Python traceback of an irscope error instead of one line")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
 
     scan = sub.add_parser(

@@ -162,7 +162,30 @@ def _collecting(run: Callable[[], T]) -> T:
 def _analyze_one(work: tuple[Kernel, tuple[Problem, ...], tuple[Launch, ...]], sass: bool,
                  selection: RuleSelection) -> KernelReport:
     kernel, problems, launches = work
-    return analyze_kernel(kernel, problems, sass, selection, launches)
+    try:
+        return analyze_kernel(kernel, problems, sass, selection, launches)
+    except Exception as exc:  # noqa: BLE001 - one kernel that breaks irscope must not cost the others
+        return failed_kernel(kernel, problems, launches, exc)
+
+
+def failed_kernel(kernel: Kernel, problems: Sequence[Problem], launches: Sequence[Launch],
+                  exc: BaseException) -> KernelReport:
+    """The report of a kernel whose analysis raised: the kernel is listed with an error naming
+    its directory and the exception; `--debug` (IRSCOPE_DEBUG=1) prints the traceback too."""
+    if debug_enabled():
+        import traceback
+
+        traceback.print_exception(type(exc), exc, exc.__traceback__)
+    where = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    problem = Problem(kernel.directory, f"irscope could not analyze {kernel.name} ({where[:300]}); this is "
+                      "irscope's bug, please report it (--debug shows the traceback)")
+    return KernelReport(kernel=kernel, resources=None, problems=tuple(problems) + (problem,), mix=(),
+                        occupancy=None, findings=(), layouts=None, launches=tuple(launches))
+
+
+def debug_enabled() -> bool:
+    """`irscope --debug` sets IRSCOPE_DEBUG=1, which worker processes inherit."""
+    return os.environ.get("IRSCOPE_DEBUG", "") not in ("", "0")
 
 
 def empty_report(roots: tuple[str, ...]) -> Report:

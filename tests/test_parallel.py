@@ -49,3 +49,27 @@ def test_a_worker_that_dies_costs_speed_not_results(monkeypatch):
     work = _work(12)
     results = pipeline.analyze_many(work, False, RuleSelection(), jobs=2)
     assert results == [(parent, k.key) for k, _, _ in work]
+
+
+def test_a_kernel_whose_analysis_raises_is_reported_and_the_others_are_kept(monkeypatch, capsys):
+    real = pipeline.analyze_kernel
+    work = _work(12)
+    broken = work[5][0].key
+
+    def raises_for_one(kernel, *args, **kwargs):
+        if kernel.key == broken:
+            raise IndexError("list index out of range")
+        return real(kernel, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "analyze_kernel", raises_for_one)
+    monkeypatch.delenv("IRSCOPE_DEBUG", raising=False)
+    results = pipeline.analyze_many(work, False, RuleSelection(), jobs=2)
+    assert [r.kernel.key for r in results] == [k.key for k, _, _ in work]
+    failed = results[5]
+    assert not failed.ok and failed.findings == () and failed.resources is None
+    (problem,) = failed.problems
+    assert problem.path == work[5][0].directory
+    assert "IndexError: list index out of range" in problem.message and "--debug" in problem.message
+    assert all(r.ok for i, r in enumerate(results) if i != 5)
+    assert results[0] == real(work[0][0])
+    assert "Traceback" not in capsys.readouterr().err
