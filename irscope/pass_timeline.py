@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from typing import Sequence
 
 from irscope.parsers.mlir_dump import DumpKernel, MlirDump
 
@@ -35,6 +36,8 @@ class PassStep:
     symbol: str | None
     header_line: int
     changed: bool | None  # None for the last pass: no dump after it
+    first_line: int | None = None  # the IR before this pass: these lines of the dump
+    last_line: int | None = None
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,43 @@ class PassTimeline:
         return tuple(p.name for p in self.passes if p.changed)
 
 
+@dataclass(frozen=True)
+class PassChange:
+    """What one pass did: the IR before it and after it (the dump before the next pass), each
+    with the dump lines it came from. `after` is None for the last pass (nothing was dumped
+    after it)."""
+
+    step: PassStep
+    before: tuple[str, ...]
+    after: tuple[str, ...] | None
+    before_lines: tuple[int, int]
+    after_lines: tuple[int, int] | None
+
+
+def dump_lines(t: PassTimeline) -> tuple[str, ...]:
+    """The lines of the dump `t` was read from (plain or gzipped). Raises OSError or
+    ArtifactError when it is gone or unreadable."""
+    from irscope.parsers.mlir_dump import read_dump
+
+    return read_dump(t.path).lines
+
+
+def pass_change(t: PassTimeline, index: int, lines: Sequence[str] | None = None) -> PassChange:
+    """The IR before and after pass `index` of `t`, from the dump's `lines` (default: read it).
+    Raises ValueError when the timeline was saved without the dump's line ranges (an older
+    irscope), and what dump_lines raises."""
+    steps = {p.index: p for p in t.passes}
+    step, nxt = steps[index], steps.get(index + 1)
+    if step.first_line is None or step.last_line is None:
+        raise ValueError(f"{t.path}: this timeline does not say where each pass's IR is; scan again")
+    lines = dump_lines(t) if lines is None else lines
+    before = tuple(lines[step.first_line - 1:step.last_line])
+    if nxt is None or nxt.first_line is None or nxt.last_line is None:
+        return PassChange(step, before, None, (step.first_line, step.last_line), None)
+    return PassChange(step, before, tuple(lines[nxt.first_line - 1:nxt.last_line]),
+                      (step.first_line, step.last_line), (nxt.first_line, nxt.last_line))
+
+
 def timelines(dump: MlirDump) -> tuple[PassTimeline, ...]:
     return tuple(kernel_timeline(dump, k) for k in dump.kernels)
 
@@ -73,7 +113,7 @@ def kernel_timeline(dump: MlirDump, kernel: DumpKernel) -> PassTimeline:
     texts = [dump.text(p) for p in kernel.passes]
     bodies = [[line for line in t if not line.startswith("#loc")] for t in texts]
     steps = tuple(PassStep(p.index, p.name, p.anchor, p.symbol, p.header_line,
-                           bodies[i + 1] != bodies[i] if i + 1 < len(bodies) else None)
+                           bodies[i + 1] != bodies[i] if i + 1 < len(bodies) else None, p.first_line, p.last_line)
                   for i, p in enumerate(kernel.passes))
     final = next((p.index for p in kernel.passes if LOWERING.match(p.name)), None)
     origins: tuple[Origin, ...] = ()

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from datetime import datetime, timezone
-from typing import Callable, Iterable, Mapping, Sequence, TypeVar
+from typing import Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from irscope import __version__
 from irscope.assembly import read_assembly
@@ -39,25 +40,79 @@ def scan(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None, s
     `jobs`: worker processes for the kernels the index does not hold (default: one per core,
     and none for a handful of kernels); the report's order never depends on it.
     """
-    found = harvest(paths)
-    selection = rules or RuleSelection()
-    launches = launches or {}
-    store = None
-    if index:
-        from irscope.result_index import ResultIndex, salt_for
+    return ScanRun(paths, sass, rules, launches, index, jobs).report()
 
-        store = ResultIndex(None if index is True else Path(index), salt_for(selection.rules(), f"sass={sass}"))
 
-    with paused_gc():
-        kernels = _results(found, sass, selection, launches, store, jobs)
-    return Report(
-        irscope_version=__version__,
-        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        roots=found.roots,
-        kernels=kernels,
-        problems=found.problems.get("", ()),
-        skipped=found.skipped,
-    )
+class ScanRun:
+    """A scan under way, for views that show kernels before their results (irscope tui).
+
+    Made in the calling thread: it harvests, keys each kernel in the result index (a stat per
+    artifact) and starts the workers, so that they fork before a caller starts threads of its
+    own. `results()` then yields (position, KernelReport) as each becomes known: those the
+    index holds first, then the others as workers finish them. `report()` waits for all.
+    """
+
+    def __init__(self, paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None, sass: bool = False,
+                 rules: RuleSelection | None = None, launches: Mapping[str, tuple[Launch, ...]] | None = None,
+                 index: bool | str | os.PathLike = False, jobs: int | None = None) -> None:
+        self.found = harvest(paths)
+        self.sass, self.selection, self.jobs = sass, rules or RuleSelection(), jobs
+        launches = launches or {}
+        self.store = None
+        if index:
+            from irscope.result_index import ResultIndex, salt_for
+
+            self.store = ResultIndex(None if index is True else Path(index),
+                                     salt_for(self.selection.rules(), f"sass={sass}"))
+        self.keys: dict[int, str | None] = {}
+        self._held: list[int] = []  # positions whose result the index should hold
+        todo: list[int] = []
+        self._work: dict[int, tuple[Kernel, tuple[Problem, ...], tuple[Launch, ...]]] = {}
+        for i, k in enumerate(self.found.kernels):
+            problems, recorded = tuple(self.found.problems.get(k.key, ())), tuple(launches.get(k.hash or "", ()))
+            self._work[i] = (k, problems, recorded)
+            if self.store is not None and not recorded:  # a script run's launches make its results one-off
+                self.keys[i] = key = self.store.key(k, repr(problems))
+                if self.store.holds(key):
+                    self._held.append(i)
+                    continue
+            todo.append(i)
+        self._analyses = Analyses([(i, self._work[i]) for i in todo], sass, self.selection, jobs)
+
+    def results(self) -> Iterator[tuple[int, KernelReport]]:
+        missed = []
+        for i in self._held:
+            cached = self.store.get(self.keys[i])
+            # Not `cached.kernel == k`: analysis fills in what a dump directory's json lacks.
+            k = self._work[i][0]
+            if cached is not None and (cached.kernel.key, cached.kernel.directory) == (k.key, k.directory):
+                yield i, cached
+            else:
+                missed.append((i, self._work[i]))
+        late = Analyses(missed, self.sass, self.selection, jobs=1)
+        for i, result in itertools.chain(self._analyses, late):
+            if self.store is not None and i in self.keys:
+                self.store.put(self.keys[i], result)
+            yield i, result
+
+    def close(self) -> None:
+        """Stop the workers (a viewer closed before every result came)."""
+        self._analyses.close()
+
+    def report(self) -> Report:
+        with paused_gc():
+            results = dict(self.results())
+        return self.report_of(tuple(results[i] for i in sorted(results)))
+
+    def report_of(self, kernels: tuple[KernelReport, ...]) -> Report:
+        return Report(
+            irscope_version=__version__,
+            created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            roots=self.found.roots,
+            kernels=kernels,
+            problems=self.found.problems.get("", ()),
+            skipped=self.found.skipped,
+        )
 
 
 @contextmanager
@@ -74,29 +129,8 @@ def paused_gc():
             gc.enable()
 
 
-def _results(found, sass: bool, selection: RuleSelection, launches: Mapping[str, tuple[Launch, ...]],
-             store, jobs: int | None) -> tuple[KernelReport, ...]:
-    results: list[KernelReport | None] = [None] * len(found.kernels)
-    todo: list[tuple[int, Kernel, tuple[Problem, ...], tuple[Launch, ...]]] = []
-    keys: dict[int, str | None] = {}
-    for i, k in enumerate(found.kernels):
-        problems, recorded = tuple(found.problems.get(k.key, ())), tuple(launches.get(k.hash or "", ()))
-        if store is not None and not recorded:  # a script run's launches make its results one-off
-            keys[i] = key = store.key(k, repr(problems))
-            cached = store.get(key)
-            # Not `cached.kernel == k`: analysis fills in what a dump directory's json lacks.
-            if cached is not None and (cached.kernel.key, cached.kernel.directory) == (k.key, k.directory):
-                results[i] = cached
-                continue
-        todo.append((i, k, problems, recorded))
-    for (i, *_), result in zip(todo, analyze_many([t[1:] for t in todo], sass, selection, jobs)):
-        results[i] = result
-        if store is not None and i in keys:
-            store.put(keys[i], result)
-    return tuple(r for r in results if r is not None)
-
-
 T = TypeVar("T")
+Work = tuple[Kernel, tuple[Problem, ...], tuple[Launch, ...]]
 
 # Below this many kernels, starting workers costs more than it saves.
 PARALLEL_FROM = 8
@@ -109,29 +143,71 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def analyze_many(work: Sequence[tuple[Kernel, tuple[Problem, ...], tuple[Launch, ...]]], sass: bool,
-                 selection: RuleSelection, jobs: int | None = None) -> list[KernelReport]:
-    """analyze_kernel over many kernels, in worker processes when that pays; results in input order."""
-    jobs = default_jobs() if jobs is None else max(1, jobs)
-    jobs = min(jobs, len(work))
-    if not work:
-        return []
-    one = partial(_analyze_one, sass=sass, selection=selection)
-    if jobs < 2 or len(work) < PARALLEL_FROM:
-        return _collecting(lambda: [one(w) for w in work])
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
+class Analyses:
+    """analyze_kernel over (position, work) items, in worker processes when that pays.
 
-    # fork: the workers inherit the loaded rules (third-party ones included) and start in ms.
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    chunk = max(1, min(16, len(work) // (jobs * 4)))
-    try:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_gc) as pool:
-            return list(pool.map(one, work, chunksize=chunk))
-    except (BrokenProcessPool, OSError):  # a worker died (out of memory?) or none could start
-        return _collecting(lambda: [one(w) for w in work])
+    The workers start here, at once; iterating yields (position, KernelReport) as chunks finish.
+    A worker that dies (out of memory?) costs speed, not results: what it had is analyzed here.
+    """
+
+    def __init__(self, work: Sequence[tuple[int, Work]], sass: bool, selection: RuleSelection,
+                 jobs: int | None = None) -> None:
+        self.work = list(work)
+        self.one = partial(_analyze_one, sass=sass, selection=selection)
+        jobs = min(default_jobs() if jobs is None else max(1, jobs), len(self.work))
+        self.pool = None
+        self.futures: dict = {}
+        if jobs >= 2 and len(self.work) >= PARALLEL_FROM:
+            self._start(jobs)
+
+    def _start(self, jobs: int) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        # fork: the workers inherit the loaded rules (third-party ones included) and start in ms.
+        methods = multiprocessing.get_all_start_methods()
+        context = multiprocessing.get_context("fork" if "fork" in methods else None)
+        size = max(1, min(16, len(self.work) // (jobs * 4)))
+        try:
+            self.pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_gc)
+            for at in range(0, len(self.work), size):
+                chunk = self.work[at:at + size]
+                self.futures[self.pool.submit(_analyze_chunk, [w for _, w in chunk], self.one)] = chunk
+        except OSError:  # no worker could start: all of it here
+            self.pool, self.futures = None, {}
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+
+    def __iter__(self) -> Iterator[tuple[int, KernelReport]]:
+        if self.pool is None:
+            yield from _collecting(lambda: [(i, self.one(w)) for i, w in self.work])
+            return
+        from concurrent.futures import as_completed
+        from concurrent.futures.process import BrokenProcessPool
+
+        left = dict(self.futures)
+        try:
+            for future in as_completed(self.futures):
+                results = future.result()
+                yield from zip((i for i, _ in left.pop(future)), results)
+        except BrokenProcessPool:
+            rest = [item for chunk in left.values() for item in chunk]
+            yield from _collecting(lambda: [(i, self.one(w)) for i, w in rest])
+        finally:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def analyze_many(work: Sequence[Work], sass: bool, selection: RuleSelection,
+                 jobs: int | None = None) -> list[KernelReport]:
+    """analyze_kernel over many kernels, in worker processes when that pays; results in input order."""
+    done = dict(Analyses(list(enumerate(work)), sass, selection, jobs))
+    return [done[i] for i in range(len(work))]
+
+
+def _analyze_chunk(work: list[Work], one: Callable[[Work], KernelReport]) -> list[KernelReport]:
+    return [one(w) for w in work]
 
 
 # Analysis allocates a lot and frees most of it by reference counting; collecting cycles every

@@ -105,6 +105,10 @@ class ResultIndex:
     def _path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.pickle"
 
+    def holds(self, key: str | None) -> bool:
+        """Whether a result is stored under `key` (it may still turn out unreadable: get says)."""
+        return key is not None and os.path.exists(self._path(key))
+
     def get(self, key: str | None) -> KernelReport | None:
         if key is None:
             return None

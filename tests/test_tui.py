@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import pytest
 from conftest import FIXTURES
@@ -14,6 +15,7 @@ pytest.importorskip("textual")
 
 from irscope.tui.app import IrscopeApp  # noqa: E402
 from irscope.tui.code_view import CodeView  # noqa: E402
+from irscope.tui.kernel_table import KernelTable  # noqa: E402
 from textual.widgets import DataTable, TabbedContent  # noqa: E402
 
 SIZE = (160, 48)
@@ -31,8 +33,7 @@ def _gemm_key(report):
 
 
 async def _open_kernel(pilot, key):
-    table = pilot.app.screen.query_one(DataTable)
-    table.move_cursor(row=table.get_row_index(key))
+    pilot.app.screen.query_one(KernelTable).move_to(key)
     await pilot.press("enter")
     await pilot.pause()
     await pilot.app.workers.wait_for_complete()
@@ -43,7 +44,7 @@ def test_the_kernel_table_lists_filters_and_sorts(report):
     async def run():
         app = IrscopeApp(report=report)
         async with app.run_test(size=SIZE) as pilot:
-            table = app.screen.query_one(DataTable)
+            table = app.screen.query_one(KernelTable)
             assert table.row_count == len(report.kernels)
             await pilot.press("slash", *"softmax")
             await pilot.pause()
@@ -55,10 +56,9 @@ def test_the_kernel_table_lists_filters_and_sorts(report):
             app.screen.sort_column = 5  # VGPR/regs
             app.screen.reverse = True
             app.screen.refill()
-            first = table.get_row_at(0)[5].plain
-            values = [int(table.get_row_at(i)[5].plain.split()[0].replace(",", "")) for i in range(table.row_count)
-                      if table.get_row_at(i)[5].plain[0].isdigit()]
-            assert int(first.split()[0].replace(",", "")) == max(values)
+            column = [table.cells[key][5] for key in table.keys]
+            values = [int(cell.split()[0].replace(",", "")) for cell in column if cell[0].isdigit()]
+            assert int(column[0].split()[0].replace(",", "")) == max(values) > min(values)
 
     asyncio.run(run())
 
@@ -70,7 +70,7 @@ def test_a_rule_code_filters_to_the_kernels_with_that_finding(report):
             await pilot.press("slash", *"IRS201")
             await pilot.pause()
             expected = sum(any(f.code == "IRS201" for f in r.findings) for r in report.kernels)
-            assert 0 < app.screen.query_one(DataTable).row_count == expected
+            assert 0 < app.screen.query_one(KernelTable).row_count == expected
 
     asyncio.run(run())
 
@@ -196,8 +196,6 @@ def test_diff_mode_lists_pairs_and_shows_a_pairs_changes():
 
 
 def test_hostile_names_are_shown_literally(report):
-    import dataclasses
-
     hostile = "[bold red]x[/] \x1b[31mred"
     first = report.kernels[0]
     renamed = dataclasses.replace(report, kernels=(dataclasses.replace(
@@ -207,9 +205,10 @@ def test_hostile_names_are_shown_literally(report):
         app = IrscopeApp(report=renamed)
         async with app.run_test(size=SIZE) as pilot:
             await pilot.pause()
-            cells = [str(app.screen.query_one(DataTable).get_row_at(i)[0]) for i in range(len(renamed.kernels))]
-            shown = next(c for c in cells if "bold red" in c)
-            assert "[bold red]x[/]" in shown and "\x1b" not in shown
+            table = app.screen.query_one(KernelTable)
+            lines = ["".join(seg.text for seg in table.render_line(y)) for y in range(table.size.height)]
+            shown = next(line for line in lines if "bold red" in line)
+            assert "[bold red]x[/]" in shown and "\x1b" not in "".join(lines)
 
     asyncio.run(run())
 
@@ -222,3 +221,72 @@ def _static_text(widget) -> str:
     out = Console(file=StringIO(), width=200)
     out.print(widget.content)
     return out.file.getvalue()
+
+
+def test_the_table_opens_before_the_results_and_fills_in_as_they_arrive(report, tmp_path):
+    from irscope.pipeline import ScanRun
+    from irscope.tui.kernels import PENDING
+
+    run = ScanRun(FIXTURES / "caches" / "triton-3.9", index=tmp_path, jobs=2)
+    assert run.found.kernels and len(run._analyses.work) == len(run.found.kernels)  # nothing held yet
+
+    async def go():
+        app = IrscopeApp(run=run)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            table = screen.query_one(KernelTable)
+            assert table.row_count == len(report.kernels)  # every kernel, before any result
+            key = table.keys[0]
+            if key in screen.pending:
+                assert table.cells[key][5] is PENDING
+                await pilot.press("enter")  # a kernel still analyzed: said so, not opened
+                await pilot.pause()
+                assert app.screen is screen
+            for _ in range(600):
+                if screen.report is not None:
+                    break
+                await pilot.pause(0.05)
+            assert not screen.pending and screen.report == dataclasses.replace(
+                report, created=screen.report.created)
+            assert "analyzing" not in str(screen.query_one("#title").content)
+            assert all(PENDING not in cells for cells in table.cells.values())
+
+    asyncio.run(go())
+
+
+def test_the_pass_timeline_shows_what_the_picked_pass_changed(report):
+    import gzip
+    import sys
+
+    from irscope.runner import attach_timelines
+    from irscope.tui.passes_view import PassesPanel
+
+    dump = FIXTURES / "dumps" / "mlir-dump_triton-3.9_gfx942_add.txt.gz"
+    with_passes = attach_timelines(report, dump, sys.stderr)
+    kernel = next(r for r in with_passes.kernels
+                  if r.passes is not None and r.kernel.name == "add_kernel" and r.kernel.target.arch == "gfx942")
+    dump_lines = gzip.decompress(dump.read_bytes()).decode().splitlines()
+
+    async def run():
+        app = IrscopeApp(report=with_passes)
+        async with app.run_test(size=SIZE) as pilot:
+            await _open_kernel(pilot, kernel.kernel.key)
+            app.screen.query_one(TabbedContent).active = "passes"
+            panel = app.screen.query_one(PassesPanel)
+            await pilot.app.workers.wait_for_complete()
+            await pilot.pause()
+            first_change = next(p for p in kernel.passes.passes if p.changed)
+            heading = str(app.screen.query_one("#pass-heading").content)
+            assert f"pass {first_change.index} {first_change.name}: IR before it at" in heading
+            view = panel.query_one("#view-pass", CodeView)
+            changed = [n for n, line in enumerate(view.lines, 1) if line[:1] in "+-" and n in view.mix_gutter]
+            assert changed
+            for n in changed:  # every line shown is the dump's line that its gutter names
+                dump_line = int(view.mix_gutter[n].split(":")[1])
+                assert view.lines[n - 1][1:] == dump_lines[dump_line - 1].expandtabs(8)
+            unchanged = next(p for p in kernel.passes.passes if p.changed is False)
+            panel.query_one("#pass-list").highlighted = kernel.passes.passes.index(unchanged)
+            await pilot.pause()
+            assert "it changed nothing" in str(app.screen.query_one("#pass-heading").content)
+
+    asyncio.run(run())

@@ -65,3 +65,40 @@ def test_kernel_view_isa_after_picking_a_finding(snap_compare, report):
 
     assert snap_compare(IrscopeApp(report=report, source_dirs=(str(FIXTURES / "kernels"),)),
                         terminal_size=SIZE, run_before=pick_first_finding)
+
+
+def test_kernel_view_occupancy_what_if(snap_compare, report):
+    async def what_if(pilot):
+        await pilot.press(*["down"] * _gemm_row(report), "enter")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        pilot.app.screen.query_one("#tabs").active = "occupancy"
+        await pilot.pause()
+        box = pilot.app.screen.query_one("#what-if-vgprs")
+        box.value = "128"
+        box.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+
+    assert snap_compare(IrscopeApp(report=report, source_dirs=(str(FIXTURES / "kernels"),)),
+                        terminal_size=SIZE, run_before=what_if)
+
+
+def test_diff_screen(snap_compare):
+    import os
+
+    from irscope.diff import diff_reports
+
+    here = os.getcwd()
+    os.chdir(FIXTURES.parent)
+    try:
+        before = scan(os.path.join("fixtures", "before_after", "before"), jobs=1)
+        after = scan(os.path.join("fixtures", "before_after", "after"), jobs=1)
+    finally:
+        os.chdir(here)
+
+    async def show_first_pair(pilot):
+        await pilot.press("enter")
+        await pilot.pause()
+
+    assert snap_compare(IrscopeApp(diff=diff_reports(before, after)), terminal_size=SIZE, run_before=show_first_pair)

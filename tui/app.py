@@ -43,10 +43,13 @@ class IrscopeApp(App):
     BINDINGS = [Binding("q", "quit", "Quit"), Binding("question_mark", "help", "Help")]
 
     def __init__(self, report: Report | None = None, diff: DiffReport | None = None,
-                 source_dirs: tuple[str, ...] = ()) -> None:
+                 source_dirs: tuple[str, ...] = (), run=None) -> None:
+        """One of: `report`, a finished scan; `run`, a pipeline.ScanRun whose results the kernel
+        table shows as they arrive; `diff`, two builds compared."""
         super().__init__()
         self.report = report
         self.diff = diff
+        self.scan_run = run
         self.source_dirs = source_dirs
 
     def on_mount(self) -> None:
@@ -57,7 +60,7 @@ class IrscopeApp(App):
         else:
             from irscope.tui.kernels import KernelsScreen
 
-            self.push_screen(KernelsScreen(self.report, self.source_dirs))
+            self.push_screen(KernelsScreen(self.report, self.source_dirs, run=self.scan_run))
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())

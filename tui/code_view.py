@@ -44,12 +44,19 @@ class CodeView(ScrollView, can_focus=True):
             self.view = view
             self.line = line
 
-    def __init__(self, stage: str, text: str, gutter: dict[int, str] | None = None, **kwargs) -> None:
+    def __init__(self, stage: str, text: str, gutter: dict[int, str] | None = None,
+                 line_styles: dict[int, Style] | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.stage = stage
+        self.load(text, gutter, line_styles)
+
+    def load(self, text: str, gutter: dict[int, str] | None = None,
+             line_styles: dict[int, Style] | None = None) -> None:
+        """Show this text (the cursor back at line 1)."""
         # Tabs expanded: a tab cell would leave what was drawn under it on the screen.
         self.lines = [printable(line.expandtabs(8)) for line in text.splitlines()] or [""]
         self.mix_gutter = gutter or {}
+        self.line_styles = line_styles or {}  # a line's own color (a diff's + and -)
         self.mix_width = max((len(g) for g in self.mix_gutter.values()), default=0)
         self.number_width = len(str(len(self.lines)))
         self.cursor = 1  # 1-based, as artifact lines are
@@ -59,6 +66,9 @@ class CodeView(ScrollView, can_focus=True):
         width = self.number_width + 1 + (self.mix_width + 1 if self.mix_width else 0) + \
             max(len(line) for line in self.lines)
         self.virtual_size = Size(width, len(self.lines))
+        if self.is_mounted:
+            self.scroll_to(0, 0, animate=False)
+            self.refresh()
 
     # -- what the app asks of a view ---------------------------------------------------------
     def mark(self, lines) -> None:
@@ -131,5 +141,5 @@ class CodeView(ScrollView, can_focus=True):
         if self.pattern and self.pattern in text.lower():
             segments.append(Segment(text, _MATCH + base))
         else:
-            segments.append(Segment(text, base))
+            segments.append(Segment(text, self.line_styles[line] + base if line in self.line_styles else base))
         return Strip(segments)

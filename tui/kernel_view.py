@@ -21,7 +21,8 @@ from irscope.line_map import LineMap, line_map
 from irscope.model import KernelReport
 from irscope.render.safe import printable
 from irscope.tui.code_view import CodeView
-from irscope.tui.panels import LayoutPanel, OccupancyPanel, PassesPanel
+from irscope.tui.panels import LayoutPanel, OccupancyPanel
+from irscope.tui.passes_view import PassesPanel
 from irscope.tui.sources import gutter_for_isa, gutter_for_source, read_python_source
 
 STAGES = ("ttir", "ttgir", "llir", "amdgcn", "ptx", "json")

@@ -1,28 +1,43 @@
-"""The first screen: one row per kernel, sortable by any column, filtered as you type."""
+"""The first screen: one row per kernel, sortable by any column, filtered as you type.
+
+Given a scan under way (pipeline.ScanRun), it shows every harvested kernel at once, with
+what its metadata json says, and fills in the rest as the result index and the workers
+deliver: a thread collects results and hands them over in batches.
+"""
 
 from __future__ import annotations
 
-from rich.cells import cell_len
+import time
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import Footer, Input, Static
 
 from irscope.model import KernelReport
-from irscope.render.console import COLUMNS, kernel_rows, sort_key
+from irscope.render.console import COLUMNS, kernel_row, sort_key
+from irscope.render.table import Column
 from irscope.report import Report
+from irscope.tui.kernel_table import KernelTable
 
-FINDING_COLUMNS = ("errors", "warnings", "info")
+TABLE_COLUMNS = (*(Column(c.name, c.justify) for c in COLUMNS),
+                 Column("errors", "right"), Column("warnings", "right"), Column("info", "right"))
+# Columns a harvest knows (name, arch, Triton version, warps/stages, LDS); the rest wait for analysis.
+KNOWN_BEFORE_ANALYSIS = 5
+PENDING = Text("…", style="dim")
+BATCH_SECONDS = 0.2  # how often arriving results are shown
 
 
-def _findings_cells(r: KernelReport) -> list[int]:
-    return [sum(f.severity == s for f in r.findings) for s in ("error", "warning", "info")]
+def _findings_cells(r: KernelReport) -> list[str]:
+    return [str(sum(f.severity == s for f in r.findings)) for s in ("error", "warning", "info")]
 
 
 def _sort_value(cell) -> tuple:
-    """Numbers by value ("1,889 (423)" -> 1889), anything else as text."""
+    """Numbers by value ("1,889 (423)" -> 1889), anything else as text; pending rows last."""
     text = cell.plain if isinstance(cell, Text) else str(cell)
+    if text == PENDING.plain:
+        return (2, 0.0, text)
     head = text.split(" ")[0].split("/")[0].replace(",", "")
     try:
         return (0, float(head), text)
@@ -38,56 +53,102 @@ class KernelsScreen(Screen):
         Binding("r", "reverse", "Reverse"),
     ]
 
-    def __init__(self, report: Report, source_dirs: tuple[str, ...] = ()) -> None:
+    def __init__(self, report: Report | None = None, source_dirs: tuple[str, ...] = (), run=None) -> None:
         super().__init__()
-        self.report = report
         self.source_dirs = source_dirs
-        self.kernels = sorted(report.kernels, key=sort_key)
-        self.rows = dict(zip((r.kernel.key for r in self.kernels), kernel_rows(report)))
-        self.by_key = {r.kernel.key: r for r in self.kernels}
+        self.scan_run = run  # a pipeline.ScanRun still delivering, or None
+        if report is not None:
+            self.roots = report.roots
+            self.by_key = {r.kernel.key: r for r in report.kernels}
+            self.pending: set[str] = set()
+        else:
+            self.roots = run.found.roots
+            self.by_key = {k.key: KernelReport(kernel=k, problems=tuple(run.found.problems.get(k.key, ())))
+                           for k in run.found.kernels}
+            self.pending = set(self.by_key)
+        self.cells = {key: self._cells(r) for key, r in self.by_key.items()}
+        self.report = report
         self.filter_text = ""
         self.sort_column = 0
         self.reverse = False
 
+    def _cells(self, r: KernelReport) -> list:
+        cells = [*kernel_row(r), *_findings_cells(r)]
+        if r.kernel.key in self.pending:
+            cells[KNOWN_BEFORE_ANALYSIS:] = [PENDING] * (len(cells) - KNOWN_BEFORE_ANALYSIS)
+        return cells
+
     def compose(self) -> ComposeResult:
-        yield Static(Text(f"{len(self.kernels)} kernels under {', '.join(self.report.roots)}"), id="title")
+        yield Static(self._title(), id="title")
         yield Input(placeholder="filter: name, arch, key or rule code", id="filter")
-        yield DataTable(id="kernels", cursor_type="row", zebra_stripes=True)
+        yield KernelTable(TABLE_COLUMNS, id="kernels")
         yield Footer()
 
+    def _title(self) -> Text:
+        count = len(self.by_key)
+        text = f"{count:,} kernels under {', '.join(self.roots)}"
+        if self.pending:
+            text += f"   analyzing: {count - len(self.pending):,} of {count:,} done"
+        return Text(text)
+
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        # Widths measured here, once, from the plain text: left to itself DataTable measures
-        # every cell as a renderable (1.1 s of the first paint of 1,000 kernels).
-        names = [c.name for c in COLUMNS] + list(FINDING_COLUMNS)
-        widths = [len(n) for n in names]
-        for r in self.kernels:
-            for i, cell in enumerate([*self.rows[r.kernel.key], *_findings_cells(r)]):
-                widths[i] = max(widths[i], cell_len(cell.plain if isinstance(cell, Text) else str(cell)))
-        for name, width in zip(names, widths):
-            table.add_column(name, key=name, width=width)
         self.query_one(Input).display = False
         self.refill()
-        table.focus()
+        self.query_one(KernelTable).focus()
+        if self.scan_run is not None:  # once the table is on screen: reading results competes with drawing
+            self.call_after_refresh(self.run_worker, self._collect, thread=True, exit_on_error=False, group="scan")
+
+    # -- results arriving (in a thread; shown on the app's loop) ----------------------------
+    def _collect(self) -> None:
+        from irscope.pipeline import paused_gc
+
+        batch: list[KernelReport] = []
+        shown = time.monotonic()
+        results: dict[int, KernelReport] = {}
+        with paused_gc():
+            for i, result in self.scan_run.results():
+                results[i] = result
+                batch.append(result)
+                if time.monotonic() - shown > BATCH_SECONDS:
+                    self.app.call_from_thread(self._arrived, batch)
+                    batch, shown = [], time.monotonic()
+        report = self.scan_run.report_of(tuple(results[i] for i in sorted(results)))
+        self.app.call_from_thread(self._arrived, batch, report)
+
+    def _arrived(self, batch: list[KernelReport], report: Report | None = None) -> None:
+        for r in batch:
+            key = r.kernel.key
+            self.pending.discard(key)
+            self.by_key[key] = r
+            self.cells[key] = self._cells(r)
+        if report is not None:
+            self.report, self.scan_run, self.pending = report, None, set()
+        self.query_one("#title", Static).update(self._title())
+        self.refill()
 
     # -- rows ------------------------------------------------------------------------------
     def visible(self) -> list[KernelReport]:
         words = self.filter_text.lower().split()
         out = []
-        for r in self.kernels:
-            hay = " ".join([r.kernel.name, r.kernel.key, r.kernel.target.arch if r.kernel.target else "",
-                            *(f.code for f in r.findings), *(f.slug for f in r.findings)]).lower()
-            if all(w in hay for w in words):
-                out.append(r)
+        for r in self.by_key.values():
+            if words:
+                hay = " ".join([r.kernel.name, r.kernel.key, r.kernel.target.arch if r.kernel.target else "",
+                                *(f.code for f in r.findings), *(f.slug for f in r.findings)]).lower()
+                if not all(w in hay for w in words):
+                    continue
+            out.append(r)
         return out
 
     def refill(self) -> None:
-        table = self.query_one(DataTable)
-        table.clear()
-        rows = [(r, [*self.rows[r.kernel.key], *_findings_cells(r)]) for r in self.visible()]
-        rows.sort(key=lambda item: _sort_value(item[1][self.sort_column]), reverse=self.reverse)
-        for r, cells in rows:
-            table.add_row(*(c if isinstance(c, Text) else Text(str(c)) for c in cells), key=r.kernel.key)
+        rows = sorted(self.visible(), key=sort_key)
+        column = self.sort_column
+        if column:
+            rows.sort(key=lambda r: _sort_value(self.cells[r.kernel.key][column]))
+        if self.reverse:
+            rows.reverse()
+        table = self.query_one(KernelTable)
+        table.sorted_column = column
+        table.show([r.kernel.key for r in rows], self.cells)
 
     # -- actions ---------------------------------------------------------------------------
     def action_filter(self) -> None:
@@ -100,30 +161,32 @@ class KernelsScreen(Screen):
         box.value, box.display = "", False
         self.filter_text = ""
         self.refill()
-        self.query_one(DataTable).focus()
+        self.query_one(KernelTable).focus()
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.filter_text = event.value
         self.refill()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.query_one(DataTable).focus()
+        self.query_one(KernelTable).focus()
 
     def action_sort_next(self) -> None:
-        self.sort_column = (self.sort_column + 1) % (len(COLUMNS) + len(FINDING_COLUMNS))
+        self.sort_column = (self.sort_column + 1) % len(TABLE_COLUMNS)
         self.refill()
 
     def action_reverse(self) -> None:
         self.reverse = not self.reverse
         self.refill()
 
-    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
-        index = event.column_index
-        self.reverse = not self.reverse if index == self.sort_column else False
-        self.sort_column = index
+    def on_kernel_table_header_clicked(self, event: KernelTable.HeaderClicked) -> None:
+        self.reverse = not self.reverse if event.column == self.sort_column else False
+        self.sort_column = event.column
         self.refill()
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    def on_kernel_table_chosen(self, event: KernelTable.Chosen) -> None:
         from irscope.tui.kernel_view import KernelScreen
 
-        self.app.push_screen(KernelScreen(self.by_key[event.row_key.value], self.source_dirs))
+        if event.key in self.pending:
+            self.notify(f"{self.by_key[event.key].kernel.name} is still being analyzed")
+            return
+        self.app.push_screen(KernelScreen(self.by_key[event.key], self.source_dirs))

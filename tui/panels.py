@@ -73,14 +73,3 @@ class LayoutPanel(VerticalScroll):
             text.append(printable(f"  round trip py:{t.python_line or '-'} {loop}"
                                   f"{' feeds dot' if t.feeds_dot else ''}: {t.stored} -> {t.loaded}\n"))
         yield Static(text)
-
-
-class PassesPanel(VerticalScroll):
-    def __init__(self, report: KernelReport) -> None:
-        super().__init__()
-        self.report = report
-
-    def compose(self) -> ComposeResult:
-        from irscope.render.passes import timeline_view
-
-        yield Static(timeline_view(self.report.passes))

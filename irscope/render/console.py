@@ -71,24 +71,26 @@ def sort_key(r: KernelReport) -> tuple:
 
 
 def kernel_rows(report: Report) -> list[list[str | Text]]:
-    rows: list[list[str | Text]] = []
-    for r in sorted(report.kernels, key=sort_key):
-        k = r.kernel
-        opts = k.options
-        regs, sgpr, spill, scratch = _registers(r)
-        errors = sum(p.severity == "error" for p in r.problems)
-        warnings = len(r.problems) - errors
-        status = Text("error", style="bold red") if errors else (
-            Text("incomplete" if not k.complete else "warning", style="yellow") if warnings
-            else Text("ok", style="green"))
-        rows.append([
-            printable(k.name), printable(k.target.arch) if k.target else "?",
-            printable(k.triton_version.value) if k.triton_version else "?",
-            f"{_num(_v(opts.num_warps))}/{_num(_v(opts.num_stages))}", _num(_v(opts.shared)),
-            regs, sgpr, spill, scratch, _instructions(r), occupancy_cell(r.occupancy),
-            short_step(r.occupancy) if r.occupancy else "-", status,
-        ])
-    return rows
+    return [kernel_row(r) for r in sorted(report.kernels, key=sort_key)]
+
+
+def kernel_row(r: KernelReport) -> list[str | Text]:
+    """One kernel's cells, in COLUMNS' order."""
+    k = r.kernel
+    opts = k.options
+    regs, sgpr, spill, scratch = _registers(r)
+    errors = sum(p.severity == "error" for p in r.problems)
+    warnings = len(r.problems) - errors
+    status = Text("error", style="bold red") if errors else (
+        Text("incomplete" if not k.complete else "warning", style="yellow") if warnings
+        else Text("ok", style="green"))
+    return [
+        printable(k.name), printable(k.target.arch) if k.target else "?",
+        printable(k.triton_version.value) if k.triton_version else "?",
+        f"{_num(_v(opts.num_warps))}/{_num(_v(opts.num_stages))}", _num(_v(opts.shared)),
+        regs, sgpr, spill, scratch, _instructions(r), occupancy_cell(r.occupancy),
+        short_step(r.occupancy) if r.occupancy else "-", status,
+    ]
 
 
 def kernel_table(report: Report, width: int | None = None) -> Text:
@@ -102,7 +104,8 @@ def problem_lines(report: Report) -> list[Text]:
             style = "red" if p.severity == "error" else "yellow"
             lines.append(Text.assemble((f"{p.severity}: ", style), printable(f"{r.kernel.name}: {p}")))
     for p in report.problems:
-        lines.append(Text.assemble(("error: ", "red"), printable(str(p))))
+        lines.append(Text.assemble((f"{p.severity}: ", "red" if p.severity == "error" else "yellow"),
+                                   printable(str(p))))
     return lines
 
 
