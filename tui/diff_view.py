@@ -18,12 +18,18 @@ from irscope.render.safe import printable
 COLUMNS = ("kernel", "arch", "VGPR/regs", "LDS/smem B", "occupancy", "instrs", "findings +/-", "verdict")
 
 
-def _pair(p: PairDiff, *names: str) -> str:
+VERDICT_STYLES = {"better": "green", "worse": "bold red", "changed": "yellow", "same": ""}
+
+
+def _pair(p: PairDiff, *names: str) -> Text:
+    """`before -> after`, green when better, red when worse; one number when unchanged."""
     c = next((c for c in p.changes if c.name in names), None)
     if c is None:
-        return "-"
+        return Text("-")
     fmt = lambda v: "-" if v is None else f"{v:,}"  # noqa: E731
-    return fmt(c.before) if c.before == c.after else f"{fmt(c.before)} -> {fmt(c.after)}"
+    if not c.changed:
+        return Text(fmt(c.before))
+    return Text(f"{fmt(c.before)} -> {fmt(c.after)}", style=VERDICT_STYLES[c.verdict])
 
 
 def _verdict(p: PairDiff) -> Text:
@@ -67,12 +73,11 @@ class DiffScreen(Screen):
                 continue
             introduced = sum(f.status == "introduced" for f in p.findings)
             fixed = sum(f.status == "fixed" for f in p.findings)
-            occupancy = next((c for c in p.changes if c.group == "occupancy"), None)
-            occ = "-" if occupancy is None else (f"{occupancy.before} -> {occupancy.after}"
-                                                 if occupancy.changed else str(occupancy.after))
+            occupancy = next((c.name for c in p.changes if c.group == "occupancy"), "")
+            findings = Text(f"+{introduced} -{fixed}", style="bold red" if introduced else ("green" if fixed else ""))
             table.add_row(Text(printable(p.label.split()[0])), Text(printable(p.arch)),
-                          Text(_pair(p, "VGPRs", "registers")), Text(_pair(p, "LDS/shared bytes")), Text(occ),
-                          Text(_pair(p, "instructions")), Text(f"+{introduced} -{fixed}"), _verdict(p), key=str(i))
+                          _pair(p, "VGPRs", "registers"), _pair(p, "LDS/shared bytes"), _pair(p, occupancy),
+                          _pair(p, "instructions"), findings, _verdict(p), key=str(i))
 
     def action_regressions_only(self) -> None:
         self.only_regressions = not self.only_regressions
