@@ -187,6 +187,8 @@ def test_diff_mode_lists_pairs_and_shows_a_pairs_changes():
         async with app.run_test(size=SIZE) as pilot:
             table = app.screen.query_one(DataTable)
             assert table.row_count == len(diff.pairs)
+            instructions = [table.get_row_at(i)[5] for i in range(table.row_count)]
+            assert all(" -> " in c.plain and c.style == "green" for c in instructions)  # every pair got shorter
             await pilot.press("enter")
             await pilot.pause()
             shown = _static_text(app.screen.query_one("#details"))
