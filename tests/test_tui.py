@@ -292,3 +292,21 @@ def test_the_pass_timeline_shows_what_the_picked_pass_changed(report):
             assert "it changed nothing" in str(app.screen.query_one("#pass-heading").content)
 
     asyncio.run(run())
+
+
+def test_the_source_tab_annotates_python_lines_with_their_findings(report):
+    key = _gemm_key(report)
+    kernel = next(r for r in report.kernels if r.kernel.key == key)
+    finding = next(f for f in kernel.findings if f.python_line is not None)
+
+    async def run():
+        app = IrscopeApp(report=report, source_dirs=SOURCES)
+        async with app.run_test(size=SIZE) as pilot:
+            await _open_kernel(pilot, key)
+            view = app.screen.query_one("#view-source", CodeView)
+            assert finding.code in view.mix_gutter[finding.python_line]
+            assert finding.python_line in view.line_styles
+            clean = [n for n in view.mix_gutter if not any(f.python_line == n for f in kernel.findings)]
+            assert clean and all(n not in view.line_styles for n in clean)
+
+    asyncio.run(run())

@@ -102,3 +102,17 @@ def test_diff_screen(snap_compare):
         await pilot.pause()
 
     assert snap_compare(IrscopeApp(diff=diff_reports(before, after)), terminal_size=SIZE, run_before=show_first_pair)
+
+
+def test_kernel_view_source_with_findings_and_mix(snap_compare, report):
+    async def open_source(pilot):
+        await pilot.press(*["down"] * _gemm_row(report), "enter")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press("2")
+        await pilot.pause()
+        pilot.app.screen.query_one("#view-source").go_to(47)
+        await pilot.pause()
+
+    assert snap_compare(IrscopeApp(report=report, source_dirs=(str(FIXTURES / "kernels"),)),
+                        terminal_size=SIZE, run_before=open_source)

@@ -23,7 +23,7 @@ from irscope.render.safe import printable
 from irscope.tui.code_view import CodeView
 from irscope.tui.panels import LayoutPanel, OccupancyPanel
 from irscope.tui.passes_view import PassesPanel
-from irscope.tui.sources import gutter_for_isa, gutter_for_source, read_python_source
+from irscope.tui.sources import gutter_for_isa, gutter_for_source, read_python_source, source_styles
 
 STAGES = ("ttir", "ttgir", "llir", "amdgcn", "ptx", "json")
 
@@ -111,7 +111,8 @@ class KernelScreen(Screen):
     def _source_view(self) -> Vertical | CodeView:
         mix_files = {p.file for m in self.report.mix for p in m.python_lines}
         self.python_file, text = read_python_source(self.report, mix_files, self.source_dirs)
-        return CodeView("source", text, gutter_for_source(self.report, self.python_file), id="view-source")
+        return CodeView("source", text, gutter_for_source(self.report, self.python_file),
+                        line_styles=source_styles(self.report, self.python_file), id="view-source")
 
     def _finding_options(self) -> list[Option]:
         options = []

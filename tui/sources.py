@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+from rich.style import Style
+
 from irscope.model import KernelReport
 
 # Short gutter names for the mix's instruction kinds.
@@ -30,16 +32,48 @@ def gutter_for_isa(report: KernelReport, isa: str) -> dict[int, str]:
 
 
 def gutter_for_source(report: KernelReport, python_file: str | None) -> dict[int, str]:
-    """Python line -> the two largest counts of what it became in the first ISA (`34 valu 8 mma`)."""
-    if python_file is None or not report.mix:
+    """Python line -> its findings' codes, then the two largest counts of what it became in
+    the first ISA (`IRS201 34 valu 8 mma`)."""
+    if python_file is None:
         return {}
-    out = {}
-    for p in report.mix[0].python_lines:
-        if os.path.basename(p.file) != os.path.basename(python_file):
+    base = os.path.basename(python_file)
+    out: dict[int, str] = {}
+    for line, codes in _finding_codes(report, base).items():
+        out[line] = " ".join(codes)
+    for p in report.mix[0].python_lines if report.mix else ():
+        if os.path.basename(p.file) != base:
             continue
-        top = list(p.counts.items())[:2]
-        out[p.line] = " ".join(f"{n} {KIND_SHORT.get(k, k)}" for k, n in top)[:18]
-    return out
+        top = " ".join(f"{n} {KIND_SHORT.get(k, k)}" for k, n in list(p.counts.items())[:2])
+        out[p.line] = f"{out[p.line]} {top}" if p.line in out else top
+    return {line: text[:28] for line, text in out.items()}
+
+
+FINDING_STYLES = {"error": Style(color="red", bold=True), "warning": Style(color="yellow"), "info": Style(color="cyan")}
+
+
+def source_styles(report: KernelReport, python_file: str | None) -> dict[int, Style]:
+    """Python lines that have findings, colored by the most serious one."""
+    if python_file is None:
+        return {}
+    from irscope.findings import SEVERITIES
+
+    base = os.path.basename(python_file)
+    worst: dict[int, str] = {}
+    for f in report.findings:
+        if f.python_line is not None and os.path.basename(f.python_file or base) == base:
+            if f.python_line not in worst or SEVERITIES.index(f.severity) < SEVERITIES.index(worst[f.python_line]):
+                worst[f.python_line] = f.severity
+    return {line: FINDING_STYLES.get(severity, Style()) for line, severity in worst.items()}
+
+
+def _finding_codes(report: KernelReport, base: str) -> dict[int, list[str]]:
+    codes: dict[int, list[str]] = {}
+    for f in report.findings:
+        if f.python_line is not None and os.path.basename(f.python_file or base) == base:
+            line = codes.setdefault(f.python_line, [])
+            if f.code not in line:
+                line.append(f.code)
+    return codes
 
 
 def read_python_source(report: KernelReport, files: set[str], source_dirs: tuple[str, ...]) -> tuple[str | None, str]:
