@@ -60,10 +60,11 @@ class ScanRun:
         launches = launches or {}
         self.store = None
         if index:
+            from irscope.parsers.limits import max_file_size
             from irscope.result_index import ResultIndex, salt_for
 
             self.store = ResultIndex(None if index is True else Path(index),
-                                     salt_for(self.selection.rules(), f"sass={sass}"))
+                                     salt_for(self.selection.rules(), f"sass={sass}|max_file_size={max_file_size()}"))
         self.keys: dict[int, str | None] = {}
         self._held: list[int] = []  # positions whose result the index should hold
         todo: list[int] = []
@@ -80,6 +81,7 @@ class ScanRun:
         self._analyses = Analyses([(i, self._work[i]) for i in todo], sass, self.selection, jobs)
 
     def results(self) -> Iterator[tuple[int, KernelReport]]:
+        self._analyses.start()  # the workers analyze while the index is read here
         missed = []
         for i in self._held:
             cached = self.store.get(self.keys[i])
@@ -167,14 +169,28 @@ class Analyses:
         # fork: the workers inherit the loaded rules (third-party ones included) and start in ms.
         methods = multiprocessing.get_all_start_methods()
         context = multiprocessing.get_context("fork" if "fork" in methods else None)
-        size = max(1, min(16, len(self.work) // (jobs * 4)))
+        self.chunk_size = max(1, min(16, len(self.work) // (jobs * 4)))
         try:
             self.pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_gc)
+            # Every worker forks on the first submit, here; the work itself is handed out when the
+            # results are first asked for (a viewer draws its table before the workers compete).
+            self.pool.submit(int)
+        except OSError:  # no worker could start: all of it here
+            self.pool = None
+
+    def start(self) -> None:
+        """Hand the work to the workers (once; iterating does it too)."""
+        if self.pool is None or self.futures:
+            return
+        from concurrent.futures.process import BrokenProcessPool
+
+        size = self.chunk_size
+        try:
             for at in range(0, len(self.work), size):
                 chunk = self.work[at:at + size]
                 self.futures[self.pool.submit(_analyze_chunk, [w for _, w in chunk], self.one)] = chunk
-        except OSError:  # no worker could start: all of it here
-            self.pool, self.futures = None, {}
+        except (OSError, BrokenProcessPool, RuntimeError):
+            pass  # what was not handed out is analyzed in this process
 
     def close(self) -> None:
         if self.pool is not None:
@@ -187,16 +203,20 @@ class Analyses:
         from concurrent.futures import as_completed
         from concurrent.futures.process import BrokenProcessPool
 
+        self.start()
         left = dict(self.futures)
+        handed = {i for chunk in left.values() for i, _ in chunk}
+        rest = [(i, w) for i, w in self.work if i not in handed]
         try:
             for future in as_completed(self.futures):
                 results = future.result()
                 yield from zip((i for i, _ in left.pop(future)), results)
         except BrokenProcessPool:
-            rest = [item for chunk in left.values() for item in chunk]
-            yield from _collecting(lambda: [(i, self.one(w)) for i, w in rest])
+            rest += [item for chunk in left.values() for item in chunk]
         finally:
             self.pool.shutdown(wait=True, cancel_futures=True)
+        if rest:
+            yield from _collecting(lambda: [(i, self.one(w)) for i, w in rest])
 
 
 def analyze_many(work: Sequence[Work], sass: bool, selection: RuleSelection,
@@ -288,8 +308,10 @@ def analyze_kernel(kernel: Kernel, problems: Sequence[Problem] = (), sass: bool 
     # One CFG and loop analysis per function, for the mix and the rules alike.
     mix = tuple(instruction_mix(p, fn, context.graph(p, fn)) if (fn := p.function()) else instruction_mix(p)
                 for p in assembly.programs)
-    findings, rule_problems = run_rules(context, rules)
+    # Layouts first: a TTGIR that cannot be read is then among the context's problems run_rules returns.
     layouts = summarize(context.layout_facts) if context.layout_facts is not None else None
-    return KernelReport(kernel=kernel, resources=resources, problems=tuple(problems) + tuple(more)
-                        + assembly.problems + tuple(unknown) + tuple(rule_problems), mix=mix, occupancy=occupancy,
+    findings, rule_problems = run_rules(context, rules)
+    # dict.fromkeys: one broken file read by two analyses (the .amdgcn for resources and for the ISA) is one problem.
+    return KernelReport(kernel=kernel, resources=resources, problems=tuple(dict.fromkeys(tuple(problems) + tuple(more)
+                        + assembly.problems + tuple(unknown) + tuple(rule_problems))), mix=mix, occupancy=occupancy,
                         findings=tuple(findings), layouts=layouts, launches=tuple(launches))
