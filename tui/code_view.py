@@ -79,12 +79,13 @@ class CodeView(ScrollView, can_focus=True):
     def go_to(self, line: int) -> None:
         self.cursor = max(1, min(len(self.lines), line))
         self._strips.clear()
-        self._center()
-        # A view in a tab that is not shown yet has no height: center again once laid out.
-        self.call_after_refresh(self._center)
+        self.center()
+        # A view in a tab that is not shown yet has no height: center again once laid out
+        # (and again when its tab is shown: KernelScreen.on_tabbed_content_tab_activated).
+        self.call_after_refresh(self.center)
         self.refresh()
 
-    def _center(self) -> None:
+    def center(self) -> None:
         self.scroll_to(y=max(0, self.cursor - 1 - self.size.height // 2), animate=False)
 
     def search(self, pattern: str) -> int | None:

@@ -19,6 +19,7 @@ from textual.widgets.option_list import Option
 
 from irscope.line_map import LineMap, line_map
 from irscope.model import KernelReport
+from irscope.parsers.errors import ArtifactError
 from irscope.render.safe import printable
 from irscope.tui.code_view import CodeView
 from irscope.tui.panels import LayoutPanel, OccupancyPanel
@@ -96,6 +97,12 @@ class KernelScreen(Screen):
         if views:
             views.first().focus()
 
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        # A view scrolled while its tab was hidden did not move: put its cursor line in view now.
+        view = self._active_view()
+        if view is not None and view.cursor > 1:
+            view.call_after_refresh(view.center)
+
     def _stages(self) -> list[str]:
         return [s for s in STAGES if self.report.kernel.artifact(s) is not None]
 
@@ -105,6 +112,8 @@ class KernelScreen(Screen):
             text = artifact.read_bytes().decode("utf-8", errors="replace")
         except OSError as exc:
             text = f"cannot read {artifact.path}: {exc.strerror}"
+        except ArtifactError as exc:  # over the size limit
+            text = f"not shown: {exc}"
         gutter = gutter_for_isa(self.report, stage) if stage in ("amdgcn", "ptx") else {}
         return CodeView(stage, text, gutter, id=f"view-{stage}")
 
@@ -146,7 +155,8 @@ class KernelScreen(Screen):
         found = self.maps.get(event.view.stage)
         line = found.to_python.get(event.line) if found else None
         if line is None:
-            self.notify(f"line {event.line} of {event.view.stage} has no Python line", severity="warning")
+            self.notify(f"line {event.line} of {event.view.stage} has no Python line", severity="warning",
+                        markup=False)
             return
         self.show_python_line(line, jump=True)
 
@@ -195,7 +205,7 @@ class KernelScreen(Screen):
         event.input.display = False
         if view is not None:
             if view.search(event.value) is None:
-                self.notify(printable(f"not found: {event.value}"), severity="warning")
+                self.notify(printable(f"not found: {event.value}"), severity="warning", markup=False)
             view.focus()
 
     def action_copy_path(self) -> None:
@@ -203,4 +213,4 @@ class KernelScreen(Screen):
         artifact = self.report.kernel.artifact(view.stage) if view and view.stage != "source" else None
         path = artifact.path if artifact else (self.python_file or self.report.kernel.directory)
         self.app.copy_to_clipboard(path)
-        self.notify(printable(f"copied {path}"))
+        self.notify(printable(f"copied {path}"), markup=False)

@@ -79,16 +79,12 @@ def _finding_codes(report: KernelReport, base: str) -> dict[int, list[str]]:
 def read_python_source(report: KernelReport, files: set[str], source_dirs: tuple[str, ...]) -> tuple[str | None, str]:
     """(the kernel's file, its text). The artifacts name the file where it was compiled; when
     that path is not on this machine, a file of the same name under `source_dirs` is used."""
-    name = report.kernel.name
+    from irscope.source_file import kernel_source
+
+    path, text = kernel_source(report.kernel.name, files, source_dirs)
+    if text is not None:
+        return path, text
     candidates = sorted(files)
-    for path in candidates + [os.path.join(d, os.path.basename(f)) for d in source_dirs for f in candidates]:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                text = fh.read()
-        except OSError:
-            continue
-        if f"def {name}(" in text or len(candidates) == 1:
-            return path, text
     where = ", ".join(candidates) or "no Python file is named in the assembly's line info"
     return (candidates[0] if candidates else None), (
         f"The kernel's Python source is not readable here ({where}).\n"
