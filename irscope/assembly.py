@@ -47,6 +47,8 @@ def read_assembly(kernel: Kernel, sass: bool = False) -> Assembly:
             problems.append(Problem(artifact.path, f"cannot read: {exc.strerror}"))
             continue
         programs.append(program)
+        if not program.functions:
+            problems.append(Problem(artifact.path, f"no function in the {stage} (the file is empty or cut short?)"))
         problems.extend(_unparsed_problems(program))
     cubin = kernel.artifact("cubin")
     if sass and cubin is not None:
@@ -66,6 +68,10 @@ def _unparsed_problems(program: IsaProgram) -> list[Problem]:
     unparsed = program.unparsed_in_code
     if not unparsed:
         return []
+    cut = next((u for u in unparsed if u.reason.startswith("truncated")), None)
+    if cut is not None:  # the likelier cause of the other lines too (a line cut in half)
+        more = f" ({len(unparsed) - 1} line(s) unrecognized too)" if len(unparsed) > 1 else ""
+        return [Problem(program.path, cut.reason + more, cut.line, severity="warning")]
     first = unparsed[0]
     more = f" (and {len(unparsed) - 1} more)" if len(unparsed) > 1 else ""
     return [Problem(program.path, f"unrecognized {program.isa} line: {first.text[:80]!r}{more}", first.line,

@@ -63,8 +63,10 @@ class Baseline:
 
     def to_json(self) -> str:
         """One entry a line, sorted, and no timestamp: a regenerated baseline diffs only where findings did."""
-        entries = [json.dumps({**dict(zip(KEY_FIELDS, key)), "count": self.counts[key],
-                               "message": self.messages.get(key, "")}, ensure_ascii=False)
+        from irscope.render.safe import json_safe
+
+        entries = [json_safe(json.dumps({**dict(zip(KEY_FIELDS, key)), "count": self.counts[key],
+                                         "message": self.messages.get(key, "")}, ensure_ascii=False))
                    for key in sorted(self.counts)]
         head = json.dumps({"schema": SCHEMA, "schema_version": SCHEMA_VERSION})[:-1]
         body = ",\n  ".join(entries)

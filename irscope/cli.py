@@ -1,10 +1,14 @@
 """The `irscope` command line.
 
-Exit codes (docs: README "Exit codes"):
-  0  the command ran; kernels that could not be read are listed as problems
-  1  `diff --fail-on regression`: a kernel pair regressed
-  2  unusable input: a missing path, nothing that is a Triton kernel, a bad argument
-  3  `scan script.py`: the script failed after compiling kernels (they are reported)
+Exit codes (irscope/exit_codes.py; README "Exit codes"), the first that applies of 2, 3, 1, 0:
+  2  unusable input: a missing path, nothing that is a Triton kernel, a bad argument, an
+     internal error (one line; --debug shows the traceback)
+  3  partial results: a kernel could not be analyzed in full (an error-severity problem on a
+     kernel or on the run), or the script of `scan script.py` failed; what was read is reported
+  1  a gate tripped: `scan --fail-on SEVERITY` found a finding at SEVERITY or above,
+     `diff --fail-on regression` found a pair that regressed
+  0  clean
+A gate's verdict on partial results is not the whole truth, hence 3 over 1. Ctrl-C exits 130.
 """
 
 from __future__ import annotations
@@ -13,12 +17,7 @@ import argparse
 import os
 import sys
 
-from irscope import __version__
-
-EXIT_OK = 0
-EXIT_REGRESSION = 1
-EXIT_USAGE = 2
-EXIT_SCRIPT_FAILED = 3
+from irscope.exit_codes import EXIT_GATE, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, worst
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,6 +39,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.debug:
         os.environ["IRSCOPE_DEBUG"] = "1"  # worker processes inherit it
+    if getattr(args, "max_file_size", None) is not None:
+        os.environ["IRSCOPE_MAX_FILE_SIZE"] = str(args.max_file_size)  # read where artifacts are read (workers too)
     try:
         with paused_gc():
             return args.func(args)
@@ -53,143 +54,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="irscope",
-        description="Analyze the code Triton generated: kernels, registers, LDS, spills.",
-    )
-    parser.add_argument("--version", action="version", version=f"irscope {__version__}")
-    parser.add_argument("--debug", action="store_true",
-                        help="show the Python traceback of an irscope error instead of one line")
-    sub = parser.add_subparsers(title="commands", metavar="COMMAND")
+    from irscope.cli_parser import build_parser
 
-    scan = sub.add_parser(
-        "scan", help="list every kernel under a Triton cache with its resource usage",
-        description="Harvest every kernel under PATH (default: $TRITON_CACHE_DIR, else "
-                    "$TRITON_HOME/.triton/cache, else ~/.triton/cache) and print one row per kernel. "
-                    "PATH may be a cache, a torch inductor cache, a TRITON_KERNEL_DUMP directory, "
-                    "one hash directory or one artifact file. Nothing under PATH is written.",
-    )
-    scan.add_argument("paths", nargs="*", metavar="PATH")
-    scan.add_argument("--json", metavar="FILE", help="write the report as JSON to FILE ('-' for stdout)")
-    from irscope.exports import add_diff_flags, add_scan_flags
-
-    add_scan_flags(scan)  # --sarif, --csv, --parquet, --markdown (irscope/exports.py)
-    scan.add_argument("--sass", action="store_true",
-                      help="also disassemble each cubin with nvdisasm (Triton's bundled one, TRITON_NVDISASM_PATH, "
-                           "or CUDA's) and count its SASS instructions")
-    scan.add_argument("--no-cache", action="store_true",
-                      help="analyze every kernel afresh, without irscope's result index ($IRSCOPE_CACHE_DIR, else "
-                           "~/.cache/irscope; never inside the scanned paths)")
-    scan.add_argument("--target", metavar="ARCH",
-                      help="with a script: compile every launch for ARCH (gfx942, gfx950, gfx90a, gfx1100, gfx1200, "
-                           "sm_90, sm_80, ...) on any machine; nothing runs")
-    scan.add_argument("--dump", action="store_true",
-                      help="with a script: capture MLIR_ENABLE_DUMP and show which pass introduced each layout "
-                           "conversion and LDS buffer (Triton 3.3+)")
-    scan.add_argument("--keep", action="store_true", help="with a script: keep the run's cache (its path is printed)")
-    scan.add_argument("--out", metavar="DIR", help="with a script: put the run's cache and launches in DIR and keep it")
-    scan.add_argument("--tui", action="store_true", help="open the result in the Textual browser (irscope tui)")
-    scan.add_argument("-j", "--jobs", type=_jobs, metavar="N",
-                      help="worker processes for the analysis (default: one per core)")
-    _selection_flags(scan)
-    scan.set_defaults(func=_cmd_scan)
-
-    diff = sub.add_parser(
-        "diff", help="compare two builds: resources, occupancy, instruction mix, findings, layouts",
-        description="Pair the kernels of BEFORE and AFTER (cache directories, kernel directories or saved "
-                    "JSON reports) and show what changed. Exit 1 with --fail-on regression when a pair "
-                    "regressed (README: Exit codes).")
-    diff.add_argument("before", metavar="BEFORE")
-    diff.add_argument("after", metavar="AFTER")
-    diff.add_argument("--pair", action="append", default=[], metavar="A=B",
-                      help="pair these two kernels (a key, a name, or name@arch on each side)")
-    diff.add_argument("--stage", choices=("ttir", "ttgir", "llir", "amdgcn", "ptx"),
-                      help="also show a text diff of this stage, with names, registers, labels and locations "
-                           "normalized")
-    diff.add_argument("--json", metavar="FILE", help="write the whole diff as JSON to FILE ('-' for stdout)")
-    add_diff_flags(diff)  # --markdown
-    diff.add_argument("--no-cache", action="store_true", help="analyze every kernel afresh (see scan --no-cache)")
-    diff.add_argument("--fail-on", choices=("regression",),
-                      help="exit 1 when any pair regressed ([tool.irscope] regression picks the checks)")
-    diff.add_argument("-j", "--jobs", type=_jobs, metavar="N",
-                      help="worker processes for the analysis (default: one per core)")
-    _selection_flags(diff)
-    diff.set_defaults(func=_cmd_diff)
-
-    tui = sub.add_parser(
-        "tui", help="browse kernels, IR, ISA, findings, occupancy and diffs in the terminal",
-        description="Open the Textual browser on a cache, kernel directory or saved report (default: the "
-                    "user's Triton cache), or on two builds with --diff BEFORE AFTER. Press ? for the keys.")
-    tui.add_argument("paths", nargs="*", metavar="PATH")
-    tui.add_argument("--diff", nargs=2, metavar=("BEFORE", "AFTER"), help="compare two builds side by side")
-    tui.add_argument("--source", action="append", default=[], metavar="DIR",
-                     help="where the kernels' Python files are, when the paths the artifacts name are not here")
-    tui.add_argument("--no-cache", action="store_true", help="analyze every kernel afresh (see scan --no-cache)")
-    tui.set_defaults(func=_cmd_tui)
-
-    baseline = sub.add_parser(
-        "baseline", help="write the current findings as accepted, for pytest --irscope-baseline",
-        description="Scan PATH (or read a saved report) and write its findings to stdout as a baseline: "
-                    "`irscope baseline PATH > irscope-baseline.json`. With --irscope-baseline FILE, the pytest "
-                    "plugin fails only on findings the baseline does not hold (irscope/baseline.py: the key).")
-    baseline.add_argument("paths", nargs="*", metavar="PATH")
-    baseline.add_argument("--no-cache", action="store_true", help="analyze every kernel afresh (see scan --no-cache)")
-    baseline.add_argument("-j", "--jobs", type=_jobs, metavar="N",
-                          help="worker processes for the analysis (default: one per core)")
-    _selection_flags(baseline)
-    baseline.set_defaults(func=_cmd_baseline)
-
-    passes = sub.add_parser(
-        "passes", help="the pass timeline of an MLIR_ENABLE_DUMP log",
-        description="Read a saved MLIR_ENABLE_DUMP log (plain or .gz) and show, per kernel, the passes in "
-                    "order, which changed the IR, and the pass that introduced each convert_layout and LDS "
-                    "buffer (local_alloc) of the final TTGIR.")
-    passes.add_argument("dump", metavar="DUMP")
-    passes.add_argument("--kernel", "-k", metavar="PATTERN", help="only kernels whose name matches this glob")
-    passes.add_argument("--all", action="store_true", help="list every pass, not only those that changed the IR")
-    passes.add_argument("--json", action="store_true", help="print the timelines as JSON")
-    passes.set_defaults(func=_cmd_passes)
-
-    rules = sub.add_parser("rules", help="list the rules: code, slug, severity, what each finds",
-                           description="List every registered rule (irscope's own and any installed plugin's).")
-    rules.set_defaults(func=_cmd_rules)
-    explain = sub.add_parser("explain", help="print one rule's documentation",
-                             description="Print a rule's documentation: what it does, why it matters, an "
-                                         "example, and how to fix it in the kernel.")
-    explain.add_argument("rule", metavar="CODE", help="a rule code (IRS101) or slug (narrow-global-load)")
-    explain.set_defaults(func=_cmd_explain)
-
-    occ = sub.add_parser(
-        "occupancy", help="occupancy of harvested kernels, or of numbers you give (what-if)",
-        description="With PATH: the occupancy of every kernel under PATH (filter with --kernel), "
-                    "from its artifacts; any number given below replaces the kernel's own. "
-                    "Without PATH: the occupancy of --arch with the numbers given.",
-    )
-    occ.add_argument("paths", nargs="*", metavar="PATH")
-    occ.add_argument("--kernel", "-k", metavar="PATTERN",
-                     help="only kernels whose name or key matches this glob pattern")
-    occ.add_argument("--arch", help="gfx90a, gfx942, gfx950, gfx1100, gfx1200, gfx1201, sm_80, sm_86, sm_89, "
-                                    "sm_90, sm_100, sm_120 (what-if without PATH)")
-    for flag, what in (("vgprs", "AMD: VGPRs per lane, arch + AGPR (.vgpr_count)"),
-                       ("sgprs", "AMD: SGPRs"),
-                       ("lds", "LDS / shared memory bytes per workgroup (Triton's `shared`); default 0"),
-                       ("warps", "num_warps"),
-                       ("registers", "NVIDIA: registers per thread"),
-                       ("shared", "NVIDIA: dynamic shared bytes per block (same as --lds)"),
-                       ("static-shared", "NVIDIA: static shared bytes per block, without the sm_90 reserve"),
-                       ("barriers", "NVIDIA: named barriers per block")):
-        occ.add_argument(f"--{flag}", type=_count, metavar="N", help=what)
-    occ.add_argument("--json", action="store_true", help="print the results as JSON")
-    occ.set_defaults(func=_cmd_occupancy)
-    return parser
-
-
-def _selection_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--select", action="append", default=[], metavar="CODES",
-                        help="only these rules: codes, code prefixes (IRS1), slugs or ALL, comma-separated; "
-                             "replaces [tool.irscope] select")
-    parser.add_argument("--ignore", action="append", default=[], metavar="CODES",
-                        help="skip these rules (added to [tool.irscope] ignore)")
+    return build_parser({"scan": _cmd_scan, "diff": _cmd_diff, "tui": _cmd_tui, "baseline": _cmd_baseline,
+                         "passes": _cmd_passes, "rules": _cmd_rules, "explain": _cmd_explain,
+                         "occupancy": _cmd_occupancy})
 
 
 def _selection(args: argparse.Namespace):
@@ -200,20 +69,6 @@ def _selection(args: argparse.Namespace):
         return [v.strip() for value in values for v in value.split(",") if v.strip()]
 
     return load_config().extended(split(args.select), split(args.ignore))
-
-
-def _count(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text} is negative")
-    return value
-
-
-def _jobs(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text}: give 1 or more")
-    return value
 
 
 def _cmd_scan(args: argparse.Namespace) -> int:
@@ -264,12 +119,34 @@ def _cmd_scan(args: argparse.Namespace) -> int:
     to_stdout = write_scan(report, args)  # --sarif, --csv, --parquet, --markdown
     if args.json == "-":
         sys.stdout.write(report.to_json() + "\n")
-        return EXIT_OK
-    if args.json:
+    elif args.json:
         report.save(args.json)
-    if not to_stdout:
+    if args.json != "-" and not to_stdout:
         render(report, _console())
-    return EXIT_OK
+    return _status([report], _findings_gate(report, args.fail_on))
+
+
+def _findings_gate(report, fail_on: str | None) -> str | None:
+    """What tripped `scan --fail-on SEVERITY`, or None."""
+    from irscope.exit_codes import findings_at_or_above
+
+    count = findings_at_or_above(report, fail_on) if fail_on else 0
+    return f"{count} finding(s) at {fail_on} severity or above (--fail-on {fail_on})" if count else None
+
+
+def _status(reports, gate: str | None = None) -> int:
+    """The exit status of an analysis: 3 when a kernel could not be analyzed in full, else 1 when
+    `gate` (what tripped the user's --fail-on) is given, else 0. Both are said on stderr."""
+    from irscope.exit_codes import unanalyzed
+
+    lost = [where for report in reports for where in unanalyzed(report)]
+    if gate:
+        _error(gate)
+    if lost:
+        some = ", ".join(lost[:3]) + (f" and {len(lost) - 3} more" if len(lost) > 3 else "")
+        _error(f"partial results: {len(lost)} kernel(s) or path(s) could not be analyzed in full ({some}); "
+               "the report lists their problems")
+    return worst(EXIT_PARTIAL if lost else EXIT_OK, EXIT_GATE if gate else EXIT_OK)
 
 
 def _what_if(args: argparse.Namespace) -> dict[str, int]:
@@ -293,6 +170,7 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
 
     what_if = _what_if(args)
     results = []
+    lost = False  # a chosen kernel could not be analyzed in full
     if not args.paths:
         if not args.arch:
             _error("give a PATH to harvested kernels, or --arch and the numbers for a what-if")
@@ -316,6 +194,8 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
         if not chosen:
             _error(f"no kernel{' matching ' + args.kernel if args.kernel else ''} under {', '.join(report.roots)}")
             return EXIT_USAGE
+        lost = any(p.severity == "error" for r in chosen for p in r.problems) or \
+            any(p.severity == "error" for p in report.problems)
         for r in chosen:
             title = f"{r.kernel.name}  {r.kernel.target or '?'}  {r.kernel.key}"
             arch = r.kernel.target.arch if r.kernel.target else ""
@@ -324,24 +204,32 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
             if occ is None:
                 reasons = problems or [p for p in r.problems if p.message.startswith("occupancy")]
                 _error(f"{r.kernel.key}: " + ("; ".join(p.message for p in reasons) or "occupancy unknown"))
+                lost = True
                 continue
             results.append((title, r.kernel, occ))
     if args.json:
         rows = [{"kernel": k.name if k else None, "key": k.key if k else None, **to_data(o)} for _, k, o in results]
         sys.stdout.write(json.dumps(rows, indent=1) + "\n")
-        return EXIT_OK if results else EXIT_USAGE
-    out = _console()
-    for title, _, occ in results:
-        out.print(occupancy_table(title, occ))
-        out.print()
-    return EXIT_OK if results else EXIT_USAGE
+    else:
+        out = _console()
+        for title, _, occ in results:
+            out.print(occupancy_table(title, occ))
+            out.print()
+    return EXIT_USAGE if not results else (EXIT_PARTIAL if lost else EXIT_OK)
 
 
 def _load_side(path: str, selection, index: bool = True, jobs: int | None = None):
     """A saved report (`*.json` holding a Report), or a scan of a directory or artifact."""
+    from irscope.pipeline import scan
+
+    saved = _saved_report(path)
+    return saved if saved is not None else scan(path, rules=selection, index=index, jobs=jobs)
+
+
+def _saved_report(path: str):
+    """The Report saved at `path` (a `*.json` whose schema says so), else None."""
     from pathlib import Path
 
-    from irscope.pipeline import scan
     from irscope.report import Report
 
     if path.endswith(".json") and Path(path).is_file():
@@ -354,7 +242,7 @@ def _load_side(path: str, selection, index: bool = True, jobs: int | None = None
             data = None
         if isinstance(data, dict) and data.get("schema") == "irscope.report":
             return Report.from_json(text, path)
-    return scan(path, rules=selection, index=index, jobs=jobs)
+    return None
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
@@ -395,10 +283,11 @@ def _cmd_diff(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     stages = None
     if args.stage:
-        kernels = {k.kernel.key: k.kernel for k in (*before.kernels, *after.kernels)}
+        # One lookup per side: two caches may hold the same key (a hash directory in both).
+        old_side, new_side = ({k.kernel.key: k.kernel for k in side.kernels} for side in (before, after))
         stages = {}
         for p in report.pairs:
-            a, b = kernels[p.before_key].artifact(args.stage), kernels[p.after_key].artifact(args.stage)
+            a, b = old_side[p.before_key].artifact(args.stage), new_side[p.after_key].artifact(args.stage)
             stages[p.after_key] = stage_diff(a.path, b.path) if a and b else [f"(no .{args.stage} on both sides)"]
     if args.json:
         data = {"schema": "irscope.diff", "schema_version": 1, **to_data(report)}
@@ -416,7 +305,8 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     to_stdout = write_diff(report, args)  # --markdown
     if args.json != "-" and not to_stdout:
         render(report, _console(), stages)
-    return EXIT_REGRESSION if args.fail_on == "regression" and report.regressed else EXIT_OK
+    tripped = args.fail_on == "regression" and report.regressed
+    return _status([before, after], "a kernel pair regressed (--fail-on regression)" if tripped else None)
 
 
 def _cmd_tui(args: argparse.Namespace) -> int:
@@ -424,26 +314,39 @@ def _cmd_tui(args: argparse.Namespace) -> int:
     from irscope.report import ReportError
 
     try:
+        from irscope.tui.app import IrscopeApp
+    except ImportError as exc:  # textual is a dependency; a broken install says what is missing
+        _error(f"the TUI needs textual: {exc}")
+        return EXIT_USAGE
+    report = diff = run = None
+    try:
         if args.diff:
             from irscope.diff import diff_reports, load_policy
 
-            before, after = (_load_side(p, None, not args.no_cache) for p in args.diff)
-            report, diff = None, diff_reports(before, after, policy=load_policy())
+            before, after = (_load_side(p, None, not args.no_cache, args.jobs) for p in args.diff)
+            diff = diff_reports(before, after, policy=load_policy())
         else:
-            if len(args.paths) == 1:  # a cache, a kernel directory or a saved report
-                report = _load_side(args.paths[0], None, not args.no_cache)
-            else:
-                from irscope.pipeline import scan
+            report = _saved_report(args.paths[0]) if len(args.paths) == 1 else None
+            if report is None:
+                from irscope.pipeline import ScanRun
 
-                report = scan(args.paths or None, index=not args.no_cache)
-            diff = None
+                # Harvested and its workers started now; the table fills in as results arrive.
+                run = ScanRun(args.paths or None, index=not args.no_cache, jobs=args.jobs)
+                if not run.found.kernels:
+                    _error(f"no Triton kernels found under {', '.join(run.found.roots)}")
+                    return EXIT_USAGE
     except (HarvestError, ReportError) as exc:
         _error(str(exc))
         return EXIT_USAGE
     if report is not None and not report.kernels:
         _error(f"no Triton kernels found under {', '.join(report.roots)}")
         return EXIT_USAGE
-    return _run_tui(report, diff, tuple(args.source))
+    try:
+        IrscopeApp(report=report, diff=diff, source_dirs=tuple(args.source), run=run).run()
+    finally:
+        if run is not None:
+            run.close()
+    return EXIT_OK
 
 
 def _run_tui(report, diff, source_dirs: tuple[str, ...]) -> int:
@@ -474,7 +377,7 @@ def _cmd_baseline(args: argparse.Namespace) -> int:
     sys.stdout.write(baseline.to_json())
     print(f"irscope: {sum(baseline.counts.values())} finding(s) of {len(report.kernels)} kernel(s) in the baseline",
           file=sys.stderr)
-    return EXIT_OK
+    return _status([report])
 
 
 def _cmd_passes(args: argparse.Namespace) -> int:
@@ -510,13 +413,16 @@ def _cmd_rules(args: argparse.Namespace) -> int:
     from rich.table import Table
     from rich.text import Text
 
+    from irscope.render.safe import printable
     from irscope.rule_engine import load_rules
 
     table = Table(header_style="bold")
     for name in ("code", "slug", "severity", "reads", "what it finds"):
         table.add_column(name, no_wrap=name != "what it finds")
     for rule in load_rules():
-        table.add_row(rule.code, rule.slug, rule.severity, ", ".join(rule.stages), Text(rule.summary))
+        # Plain strings in a rich Table are markup: a plugin's rule is shown as written.
+        table.add_row(*(Text(printable(str(cell))) for cell in (rule.code, rule.slug, rule.severity,
+                                                               ", ".join(rule.stages), rule.summary)))
     _console().print(table)
     return EXIT_OK
 
@@ -549,13 +455,23 @@ def _run_script(args: argparse.Namespace, script: str) -> int:
     if args.target and args.target not in TARGETS:
         _error(f"--target {args.target}: not one of {', '.join(TARGETS)}")
         return EXIT_USAGE
+    # --tui reads the run's artifacts (and its dump) while it is open: the run is removed after.
+    keep_for_tui = args.tui and not (args.keep or args.out)
     try:
-        result = run_script(script, tuple(args.script_args), args.target, args.keep, args.out, args.sass,
-                            _selection(args), dump=args.dump)
+        result = run_script(script, tuple(args.script_args), args.target, args.keep or keep_for_tui, args.out,
+                            args.sass, _selection(args), dump=args.dump)
     except RuleConfigError as exc:
         _error(str(exc))
         return EXIT_USAGE
     report = result.report
+    if args.tui and report.kernels:
+        try:
+            return _run_tui(report, None, ())
+        finally:
+            if keep_for_tui and result.kept is not None:
+                import shutil
+
+                shutil.rmtree(result.kept, ignore_errors=True)
     from irscope.exports import write_scan
 
     to_stdout = write_scan(report, args) if report.kernels else False  # --sarif, --csv, --parquet, --markdown
@@ -591,8 +507,8 @@ def _run_script(args: argparse.Namespace, script: str) -> int:
         _error(f"{script} failed (exit {result.exit_code}) after compiling {len(report.kernels)} kernel(s); they are "
                "reported above" + (" (with --target nothing runs, so a script's own result checks fail)"
                                    if args.target else ""))
-        return EXIT_SCRIPT_FAILED
-    return EXIT_OK
+    return worst(EXIT_PARTIAL if result.exit_code != 0 else EXIT_OK,
+                 _status([report], _findings_gate(report, args.fail_on)))
 
 
 def _console():

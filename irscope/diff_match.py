@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from irscope.model import KernelReport
 
@@ -61,9 +60,11 @@ def _ttir_signature(kr: KernelReport) -> tuple:
     artifact = kr.kernel.artifact("ttir")
     if artifact is None:
         return ()
+    from irscope.parsers.errors import ArtifactError
+
     try:
-        text = Path(artifact.path).read_text(errors="replace")
-    except OSError:
+        text = artifact.read_bytes().decode("utf-8", "replace")
+    except (OSError, ArtifactError):  # gone, or over the size limit
         return ()
     m = _FUNC.search(text)
     if m is None:

@@ -13,6 +13,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
+from irscope.render.safe import printable
+
 STDOUT = "-"
 SCAN_EXPORTS = ("json", "sarif", "csv", "parquet", "markdown")
 
@@ -53,9 +55,10 @@ def pyarrow_installed() -> bool:
     return importlib.util.find_spec("pyarrow") is not None
 
 
-def _write(path: str, text: str) -> None:
+def _write(path: str, text: str, terminal_safe: bool = False) -> None:
     if path == STDOUT:
-        sys.stdout.write(text)
+        # CSV keeps an artifact's text as it is; on a terminal its escapes would act: show them.
+        sys.stdout.write(printable(text) if terminal_safe and sys.stdout.isatty() else text)
     else:
         Path(path).write_text(text, encoding="utf-8")
 
@@ -71,7 +74,7 @@ def write_scan(report, args: argparse.Namespace) -> bool:
 
         kernels, findings = kernels_frame(report), findings_frame(report)
         if args.csv:
-            _write(args.csv, kernels.to_csv(index=False, lineterminator="\n"))
+            _write(args.csv, kernels.to_csv(index=False, lineterminator="\n"), terminal_safe=True)
             if args.csv != STDOUT:
                 findings.to_csv(findings_path(args.csv), index=False, lineterminator="\n")
         if args.parquet:

@@ -2,26 +2,33 @@
 
 Lifecycle of a harvest:
 1. resolve the paths (none given: the user's Triton cache, found the way Triton finds it);
-2. walk each directory tree (symlinks not followed), grouping the files of a directory
-   by kernel name: `<name>.<stage>` where stage is one of Triton's (model.STAGES);
-3. classify each group: a Triton cache entry (it has the metadata `.json`), a
-   TRITON_KERNEL_DUMP entry (IR only), or a single artifact named on the command line;
-   skip what is not a kernel: autotune-only and launcher-only directories, Triton's
-   in-progress `tmp.pid_*` files and directories;
+2. walk each directory tree, grouping the files of a directory by kernel name:
+   `<name>.<stage>` where stage is one of Triton's (model.STAGES). Nothing leads out of the
+   tree: a directory link is not descended into (a warning names it), a file that links out
+   of its kernel's directory or is no regular file (a FIFO) is not read (an error names it);
+3. classify each group: a Triton cache entry (it has the metadata `.json`, a `__grp__` file or
+   a `.source`, or sits beside such entries), a TRITON_KERNEL_DUMP entry (IR only), or a single
+   artifact named on the command line; skip what is not a kernel: autotune-only and
+   launcher-only directories, Triton's in-progress `tmp.pid_*` files and directories. A cache
+   entry without its `__grp__` file is incomplete (Triton writes it last); one whose `__grp__`
+   file names files that are gone lost them (the names are compared, its paths never followed);
 4. read the small metadata json; record a problem against the kernel, not the run,
    when it is broken; stage texts are left on disk and read only when analyzed.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
-from dataclasses import dataclass, field
+import stat
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Mapping
 
 from irscope.model import STAGES, Artifact, Fact, Kernel, KernelOptions, Origin, Problem, Skipped
 from irscope.parsers.errors import ArtifactError
+from irscope.parsers.limits import read_limited
 from irscope.parsers.metadata import parse_metadata
 
 _STAGE_OF_EXT = {stage: stage for stage in STAGES}
@@ -32,6 +39,8 @@ _IN_PROGRESS = re.compile(r"(^|\.)tmp\.pid_")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _B64_43 = re.compile(r"^[A-Za-z0-9_-]{43}$")
 _B32_52 = re.compile(r"^[A-Z2-7]{52}$")
+_INCOMPLETE = "incomplete: Triton has not finished writing this kernel (no __grp__ file yet)"
+_GROUP_FILE_LIMIT = 1 << 20  # Triton's group files are a few hundred bytes
 
 
 class HarvestError(Exception):
@@ -92,13 +101,31 @@ class _Collector:
         def on_error(exc: OSError) -> None:
             self.problems.setdefault("", []).append(Problem(str(exc.filename), f"cannot read: {exc.strerror}"))
 
+        first = len(self.kernels)
         for dirpath, dirnames, filenames in os.walk(root, onerror=on_error):
             dirnames.sort()
             in_progress = [d for d in dirnames if _IN_PROGRESS.search(d)]
             for d in in_progress:
                 self.skipped.append(Skipped(os.path.join(dirpath, d), "being written by Triton (tmp.pid_ directory)"))
                 dirnames.remove(d)
+            for d in [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+                # os.walk does not descend into it either; said so, since kernels may sit behind it.
+                link = os.path.join(dirpath, d)
+                self.problems.setdefault("", []).append(Problem(link, _link_message(link), severity="warning"))
+                dirnames.remove(d)
             self._add_directory(root, str(Path(dirpath)), sorted(filenames), bool(in_progress))
+        self._being_written(first)
+
+    def _being_written(self, first: int) -> None:
+        """IR files alone look like a TRITON_KERNEL_DUMP directory; beside Triton cache entries, such a
+        directory is one Triton is writing, between two of its files (3.0-3.2 write no `.source`)."""
+        kernels = self.kernels[first:]
+        cache_parents = {os.path.dirname(k.directory) for k in kernels if k.layout == "triton-cache"}
+        for i, k in enumerate(kernels, first):
+            if k.layout == "kernel-dump" and os.path.dirname(k.directory) in cache_parents:
+                self.kernels[i] = replace(k, layout="triton-cache", complete=False,
+                                          triton_version=k.triton_version or _version_from_dirname(k.directory))
+                self.problems.setdefault(k.key, []).append(Problem(k.directory, _INCOMPLETE, severity="warning"))
 
     def add_file(self, path: Path) -> None:
         name, stage = _split(path.name)
@@ -108,7 +135,7 @@ class _Collector:
         sibling = path.parent / f"{name}.json"
         self._add_kernel(path.parent, str(path.parent), name, [(stage, path.name)],
                          str(sibling) if sibling.is_file() else None, layout="file",
-                         has_grp=True, in_progress=False)
+                         has_grp=True, in_progress=False, named=path.name)
 
     # Directories and files are plain strings below: a cache holds thousands of them, and
     # pathlib's objects were a third of the harvest's time.
@@ -144,30 +171,40 @@ class _Collector:
         for name, files in kernels.items():
             has_json = any(stage == "json" for stage, _ in files)
             meta = os.path.join(directory, f"{name}.json") if has_json else None
-            layout = "triton-cache" if has_json or name in grp_names else "kernel-dump"
+            # A `.source` (Triton 3.6+ puts it first) is never in a TRITON_KERNEL_DUMP directory: without
+            # json and group file, this is a cache entry Triton is writing, between two of its files.
+            cache_entry = has_json or name in grp_names or any(stage == "source" for stage, _ in files)
+            layout = "triton-cache" if cache_entry else "kernel-dump"
+            lost = _group_problems(directory, name, filenames) if name in grp_names else []
             self._add_kernel(root, directory, name, files, meta, layout,
                              has_grp=name in grp_names, in_progress=in_progress,
-                             many=len(kernels) > 1)
+                             many=len(kernels) > 1, found=lost)
 
     def _add_kernel(self, root: Path, directory: str, name: str, files: list[tuple[str, str]],
                     meta_path: str | None, layout: str, has_grp: bool, in_progress: bool,
-                    many: bool = False) -> None:
+                    many: bool = False, named: str | None = None, found: Iterable[Problem] = ()) -> None:
         key = self._unique_key(root, directory, name, many or layout == "file")
-        problems: list[Problem] = []
+        problems: list[Problem] = list(found)
         artifacts = []
         for stage, fname in sorted(files, key=lambda f: _STAGE_ORDER[f[0]]):
             path = os.path.join(directory, fname)
             try:
-                artifacts.append(Artifact(stage, path, os.stat(path).st_size))
-            except OSError as exc:  # removed between listing and stat: Triton replacing it
+                size, refused = _readable_size(path, directory, follow=fname == named)
+            except OSError as exc:  # removed between listing and stat (Triton replacing it), a link loop
                 problems.append(Problem(path, f"cannot read: {exc.strerror}"))
+                continue
+            if refused:
+                problems.append(Problem(path, refused))
+            else:
+                artifacts.append(Artifact(stage, path, size))
+        if meta_path is not None and meta_path not in {a.path for a in artifacts} and (
+                layout != "file" or _readable(meta_path, directory)):
+            meta_path = None  # refused above (and said why), or a named file's sibling that is no plain file
 
         kernel_name, hash_, target, version, options, raw = name, None, None, None, KernelOptions(), {}
         if meta_path is not None:
             try:
-                with open(meta_path, "rb") as f:
-                    data = f.read()
-                meta = parse_metadata(data, meta_path)
+                meta = parse_metadata(read_limited(meta_path), meta_path)
             except ArtifactError as exc:
                 problems.append(Problem(exc.path, exc.message, exc.line))
             except OSError as exc:
@@ -176,12 +213,12 @@ class _Collector:
                 kernel_name = meta.name or name
                 hash_, target, version = meta.hash, meta.target, meta.triton_version
                 options, raw = meta.options, meta.raw
+                problems.extend(Problem(meta_path, message, line, "warning") for line, message in meta.wrong_types)
         if version is None and layout != "kernel-dump":
             version = _version_from_dirname(directory)
         complete = not in_progress and (has_grp or layout != "triton-cache")
         if not complete:
-            problems.append(Problem(directory, "incomplete: Triton has not finished writing this kernel "
-                                    "(no __grp__ file yet)", severity="warning"))
+            problems.append(Problem(directory, _INCOMPLETE, severity="warning"))
         self.kernels.append(Kernel(
             key=key, name=kernel_name, directory=directory, layout=layout,
             artifacts=tuple(artifacts), target=target, hash=hash_, triton_version=version,
@@ -200,6 +237,66 @@ class _Collector:
             key = f"{base}#{n}"
         self._keys.add(key)
         return key
+
+
+def _group_problems(directory: str, name: str, filenames: list[str]) -> list[Problem]:
+    """The files a kernel's `__grp__<name>.json` names that its directory no longer holds (removed
+    since Triton wrote them: cache eviction, `rm`). Only the names are compared with the listing:
+    the paths the file gives for them are never followed, since they may point anywhere."""
+    path = os.path.join(directory, f"__grp__{name}.json")
+    try:
+        refused = _readable(path, directory)
+        if refused:
+            return [Problem(path, refused)]
+        children = json.loads(read_limited(path, _GROUP_FILE_LIMIT))["child_paths"]
+        names = [c for c in children if isinstance(c, str)]
+    except OSError as exc:  # removed since the listing: the kernel is being deleted
+        return [Problem(path, f"cannot read: {exc.strerror}")]
+    except (ArtifactError, ValueError, KeyError, TypeError, RecursionError):  # RecursionError: `[[[[...`
+        return [Problem(path, "not a Triton group file (JSON with `child_paths`): which files the kernel "
+                        "should have is unknown", severity="warning")]
+    listing = set(filenames)
+    return [Problem(os.path.join(directory, c), f"cannot read: No such file or directory ({os.path.basename(path)} "
+                    "lists it: removed since Triton wrote it?)")
+            for c in names if "/" not in c and c not in listing]
+
+
+def _readable_size(path: str, directory: str, follow: bool = False) -> tuple[int, str | None]:
+    """(size, None) for a file irscope may read, else (0, why not); OSError when it cannot be stat'ed.
+
+    A symbolic link is followed only to a file in the kernel's own directory (or when `follow`:
+    the user named it): a cache from elsewhere must not make irscope read, and put in its report,
+    files outside it. Only regular files are read: a FIFO would block forever, a device never end.
+    """
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        if not follow and os.path.dirname(os.path.realpath(path)) != os.path.realpath(directory):
+            return 0, _link_message(path)
+        st = os.stat(path)  # a loop or a dangling link raises here
+    if not stat.S_ISREG(st.st_mode):
+        return 0, "not a regular file (a FIFO, socket or device): not read"
+    return st.st_size, None
+
+
+def _readable(path: str, directory: str) -> str | None:
+    """None when `path` may be read, else why not."""
+    try:
+        return _readable_size(path, directory)[1]
+    except OSError as exc:
+        return f"cannot read: {exc.strerror}"
+
+
+def _link_message(link: str) -> str:
+    try:
+        target = os.readlink(link)
+    except OSError:
+        target = "?"
+    target_dir, parent = os.path.realpath(link), os.path.realpath(os.path.dirname(link))
+    if os.path.isdir(link) and (parent + os.sep).startswith(target_dir.rstrip(os.sep) + os.sep):
+        what = f"a symbolic link loop (to {target}, a directory above it)"
+    else:
+        what = f"a symbolic link to {target}"
+    return f"{what}: not followed (irscope reads only the files in a kernel's own directory)"
 
 
 def _split(filename: str) -> tuple[str, str | None]:

@@ -42,12 +42,12 @@ def line_map(report: KernelReport, stage: str) -> LineMap | None:
     artifact = report.kernel.artifact(stage)
     if artifact is None:
         return None
-    try:
-        data = artifact.read_bytes()
-    except OSError:
-        return LineMap(stage, artifact.path, None)
     from irscope.parsers.errors import ArtifactError, decode_text
 
+    try:
+        data = artifact.read_bytes()
+    except (OSError, ArtifactError):  # gone, or over the size limit
+        return LineMap(stage, artifact.path, None)
     try:
         text = decode_text(data, artifact.path)
     except ArtifactError:
@@ -70,19 +70,13 @@ def _from_mix(report: KernelReport, stage: str) -> LineMap | None:
 
 
 def _kernel_file(report: KernelReport, files: set[str]) -> str | None:
-    """The kernel's own file among those an artifact names: the one of the kernel's .source
-    name, else the one with most lines attributed to it (Triton's library files have fewer)."""
+    """The kernel's own file among those an artifact names (Triton's library files are named
+    too): the one that defines the kernel, else the first."""
     if not files:
         return None
-    name = report.kernel.name
-    for f in sorted(files):
-        try:
-            with open(f, encoding="utf-8", errors="replace") as fh:
-                if f"def {name}(" in fh.read():
-                    return f
-        except OSError:
-            continue
-    return sorted(files)[0]
+    from irscope.source_file import kernel_source
+
+    return kernel_source(report.kernel.name, files)[0] or sorted(files)[0]
 
 
 def _from_mlir(text: str, path: str, stage: str) -> LineMap:

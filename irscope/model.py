@@ -9,7 +9,6 @@ file, line, and what on that line) it was read from.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Generic, Mapping, TypeVar
 
 T = TypeVar("T")
@@ -89,7 +88,10 @@ class Artifact:
     size: int
 
     def read_bytes(self) -> bytes:
-        return Path(self.path).read_bytes()
+        """The file's bytes; ArtifactError when it is over the size limit (parsers/limits.py)."""
+        from irscope.parsers.limits import read_limited
+
+        return read_limited(self.path)
 
 
 @dataclass(frozen=True)

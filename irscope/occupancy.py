@@ -103,6 +103,9 @@ def _waves_per_eu_note(result: KernelOccupancy) -> tuple[str, ...]:
 
 def occupancy_for(arch: str, values: Mapping[str, int], inputs: Mapping[str, Input] | None = None) -> KernelOccupancy:
     """Occupancy of `arch` for named input values; ValueError names a missing input or arch."""
+    negative = [f"{k}={v}" for k, v in values.items() if v < 0]  # a broken json or artifact: no compiler writes them
+    if negative:
+        raise ValueError(f"{', '.join(negative)} is negative")
     calc = calculator(arch, values)
     occ = calc(dict(values))
     kept = tuple(inputs[k] if inputs and k in inputs else Input(k, v, WHAT_IF) for k, v in values.items())
@@ -124,6 +127,8 @@ def calculator(arch: str, values: Mapping[str, int]) -> Callable[[dict[str, int]
         _require(arch, values, ("registers", "shared", "warps"))
 
         def nvidia(v: dict[str, int]) -> Occupancy:
+            if v["warps"] < 1:
+                raise ValueError(f"{v['warps']} warps is not a block size")
             static, dynamic = v.get("static_shared", 0), v["shared"]
             return nvidia_occupancy(nv, v["registers"], v["warps"] * 32, dynamic, static,
                                     triton_max_dynamic_shared(nv, dynamic, static), v.get("barriers", 1))

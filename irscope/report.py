@@ -45,7 +45,9 @@ class Report:
                      and (arch is None or (r.kernel.target is not None and r.kernel.target.arch == arch)))
 
     def to_json(self, indent: int | None = None) -> str:
-        return json.dumps(to_data(self), indent=indent, ensure_ascii=False)
+        from irscope.render.safe import json_safe
+
+        return json_safe(json.dumps(to_data(self), indent=indent, ensure_ascii=False))
 
     @classmethod
     def from_json(cls, text: str, source: str = "<report>") -> "Report":

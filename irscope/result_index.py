@@ -31,6 +31,8 @@ from typing import Sequence
 
 from irscope import __version__
 from irscope.model import Kernel, KernelReport
+from irscope.parsers.errors import ArtifactError
+from irscope.parsers.limits import read_limited
 
 
 # Two seconds: the coarsest timestamps in common use (FAT) tick every two seconds.
@@ -97,8 +99,8 @@ class ResultIndex:
                      f"{st.st_ctime_ns}".encode())
             if max(st.st_mtime_ns, st.st_ctime_ns) > recent:
                 try:
-                    h.update(Path(artifact.path).read_bytes())
-                except OSError:
+                    h.update(read_limited(artifact.path))
+                except (OSError, ArtifactError):  # gone, or over the size limit: analyzed afresh
                     return None
         return h.hexdigest()
 

@@ -115,9 +115,18 @@ class KernelContext:
         if artifact is None:
             return None
         try:
-            return parse_mlir(decode_text(artifact.read_bytes(), artifact.path), artifact.path)
+            module = parse_mlir(decode_text(artifact.read_bytes(), artifact.path), artifact.path)
         except ArtifactError as exc:
             self.problems.append(Problem(exc.path, exc.message, exc.line))
+            return None
         except OSError as exc:
             self.problems.append(Problem(artifact.path, f"cannot read: {exc.strerror}"))
-        return None
+            return None
+        if not module.ops and not module.problems:
+            self.problems.append(Problem(artifact.path, f"no operations in the {stage} (empty or cut short?)"))
+        if module.problems:  # text read in part or repaired: the kernel says so, once per file
+            first = module.problems[0]
+            more = f" (and {len(module.problems) - 1} more)" if len(module.problems) > 1 else ""
+            severity = "error" if any(p.severity == "error" for p in module.problems) else "warning"
+            self.problems.append(Problem(first.path, first.message[:200] + more, first.line, severity))
+        return module

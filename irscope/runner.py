@@ -55,19 +55,21 @@ def run_script(script: str, args: tuple[str, ...] = (), target: str | None = Non
     except KeyboardInterrupt:
         code = 130
     print("-" * 30 + f" script exited with {code} " + "-" * 30, file=log, flush=True)
-    recorded = read_launches(launches)
-    report = scan(cache, sass=sass, rules=rules, launches=recorded) if cache.exists() else None
-    if report is None:
-        from irscope.pipeline import empty_report
+    kept = work if (keep or out) else None
+    try:
+        recorded = read_launches(launches)
+        report = scan(cache, sass=sass, rules=rules, launches=recorded) if cache.exists() else None
+        if report is None:
+            from irscope.pipeline import empty_report
 
-        report = empty_report((str(cache),))
-    if dump:
-        report = attach_timelines(report, dump_file, log)
+            report = empty_report((str(cache),))
+        if dump:
+            report = attach_timelines(report, dump_file, log)
+    finally:  # the run's own directory, and only it, goes, even when the scan is interrupted
+        if kept is None:
+            shutil.rmtree(work, ignore_errors=True)
     total = sum(launch.count for group in recorded.values() for launch in group)
     report = replace(report, run=ScriptRun(script, tuple(args), target, code, total))
-    kept = work if (keep or out) else None
-    if kept is None:
-        shutil.rmtree(work, ignore_errors=True)
     return RunResult(report, code, kept)
 
 

@@ -9,7 +9,6 @@ kernel that called it, and the frame inside Triton's library is kept beside it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Optional, Union
 
 from irscope.mlir import MlirModule, Op, SourceFrame
@@ -79,10 +78,10 @@ def python_lines(source: Union[MlirModule, Kernel], user_file: Optional[str] = N
 
 
 def _read_lines(path: str) -> Optional[list[str]]:
-    try:
-        return Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return None
+    from irscope.source_file import read_source
+
+    text = read_source(path)  # a path from the artifact: only a regular .py file is read
+    return None if text is None else text.splitlines()
 
 
 def _parse_kernel_ir(kernel: Kernel) -> MlirModule:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import difflib
 import re
-from pathlib import Path
 
 STAGES = ("ttir", "ttgir", "llir", "amdgcn", "ptx", "sass")
 _RULES = [
@@ -39,7 +38,17 @@ def normalize(text: str) -> list[str]:
 
 
 def stage_diff(before_path: str, after_path: str, context: int = 2) -> list[str]:
-    """Unified diff lines of the two files after normalizing; empty when only noise differs."""
-    a = normalize(Path(before_path).read_text(errors="replace"))
-    b = normalize(Path(after_path).read_text(errors="replace"))
-    return list(difflib.unified_diff(a, b, before_path, after_path, n=context, lineterm=""))
+    """Unified diff lines of the two files after normalizing; empty when only noise differs.
+    A file that cannot be read (gone, over the size limit) is one line saying why."""
+    from irscope.parsers.errors import ArtifactError
+    from irscope.parsers.limits import read_limited
+
+    texts = []
+    for path in (before_path, after_path):
+        try:
+            texts.append(normalize(read_limited(path).decode("utf-8", errors="replace")))
+        except ArtifactError as exc:
+            return [f"(not compared: {exc})"]
+        except OSError as exc:
+            return [f"(not compared: {path}: {exc.strerror or exc})"]
+    return list(difflib.unified_diff(texts[0], texts[1], before_path, after_path, n=context, lineterm=""))

@@ -10,16 +10,19 @@ TRITON_KERNEL_DUMP directories hold IR only, so the target is read from the IR:
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 
 from irscope.model import Fact, Kernel, Origin, Target
+from irscope.parsers.limits import max_file_size
 from irscope.parsers.metadata import normalize_arch
 
 _MLIR_TARGET = re.compile(r'(?:ttg|triton_gpu)\.target"?\s*=\s*"(?P<backend>hip|cuda):(?P<arch>\w+)"')
-_MLIR_WARP = re.compile(r'(?:ttg|triton_gpu)\.threads-per-warp"?\s*=\s*(?P<n>\d+)')
+# At most 9 digits: heads are decoded leniently, and a broken file's 5,000-digit run must not reach int().
+_MLIR_WARP = re.compile(r'(?:ttg|triton_gpu)\.threads-per-warp"?\s*=\s*(?P<n>\d{1,9})(?!\d)')
 # "ttg.num-warps" = 4 : i32   ("triton_gpu.num-warps" before 3.3)
-_MLIR_NUM_WARPS = re.compile(r'"?(?P<dialect>ttg|triton_gpu)\.num-warps"?\s*=\s*(?P<n>\d+)')
+_MLIR_NUM_WARPS = re.compile(r'"?(?P<dialect>ttg|triton_gpu)\.num-warps"?\s*=\s*(?P<n>\d{1,9})(?!\d)')
 _AMDGCN_TARGET = re.compile(r'^\s*\.amdgcn_target\s+"[^"]*-(?P<arch>gfx\w+?)(?::[^"]*)?"', re.M)
 _PTX_TARGET = re.compile(r"^\s*\.target\s+sm_(?P<arch>\d+)", re.M)
 
@@ -68,6 +71,8 @@ def _head(kernel: Kernel, stage: str) -> tuple[str | None, str | None]:
         return None, None
     try:
         with open(artifact.path, "rb") as f:
+            if stage == "amdgcn" and os.fstat(f.fileno()).st_size > max_file_size():
+                return artifact.path, None  # not read: the assembly's reader reports it as too large
             data = f.read() if stage == "amdgcn" else f.read(_HEAD_BYTES)
     except OSError:
         return artifact.path, None

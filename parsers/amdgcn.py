@@ -31,7 +31,10 @@ _LOC = re.compile(r"^\.loc\s+(\d+)\s+(\d+)\s+(\d+)")
 _FILE = re.compile(r'^\.file\s+(\d+)\s+"((?:[^"\\]|\\.)*)"(?:\s+"((?:[^"\\]|\\.)*)")?')
 _DEPTH = re.compile(r"Depth=(\d+)")
 # `; NumVgprs: 152`, `; codeLenInByte = 8160`, `; COMPUTE_PGM_RSRC2:SCRATCH_EN: 0`
-_INFO = re.compile(r"^;\s*([A-Za-z][^=]*?)(?::\s+|\s*=\s*)(\S.*?)\s*$")
+# `; TotalNumSgprs: 38`, `; codeLenInByte = 1424`, `; COMPUTE_PGM_RSRC2:USER_SGPR: 16`. The key keeps
+# the spaces before `=` (the caller strips them) and the value ends at its last non-space: no
+# `\s*` is tried at every step of a lazy group, which made a 100,000-tab line take 20 s.
+_INFO = re.compile(r"^;\s*([A-Za-z][^=]*?)(?::\s+|=\s*)(\S(?:.*\S)?)\s*$")
 _TYPE_FUNCTION = re.compile(r"^\.type\s+([\w.$]+)\s*,\s*@function")
 _TARGET = re.compile(r'^\.amdgcn_target\s+"([^"]*)"')
 _GFX = re.compile(r"gfx\w+")
@@ -182,6 +185,9 @@ class AmdgcnParser:
         self._end_function()
         if self.metadata_start is not None:  # truncated inside the YAML: keep what was read
             self.unparsed.append(Unparsed(self.metadata_start, ".amdgpu_metadata", "no .end_amdgpu_metadata", False))
+        if self.functions and "metadata" not in self.facts:  # Triton's .amdgcn always has the block
+            self.unparsed.append(Unparsed(self.text.count("\n") + 1, "",
+                                          "truncated: the file ends before .end_amdgpu_metadata", True))
         return IsaProgram(
             isa="amdgcn", path=self.path, target=self.arch, functions=tuple(self.functions),
             files=dict(self.files), facts=dict(self.facts), unparsed=tuple(self.unparsed),
@@ -416,6 +422,24 @@ def _number(value: str):
         return value
 
 
+# libyaml (yaml.CSafeLoader) recurses in C per nested `[` / `{` and crashes the process
+# (SIGSEGV) near 100,000 of them; Triton's amdhsa metadata nests flow collections 1 deep.
+MAX_YAML_FLOW_DEPTH = 64
+
+
+def _check_flow_depth(program: IsaProgram) -> None:
+    text = program.metadata_text or ""
+    if text.count("[") + text.count("{") <= MAX_YAML_FLOW_DEPTH:
+        return
+    depth = 0
+    for m in re.finditer(r"[\[\]{}]", text):
+        depth = depth + 1 if m[0] in "[{" else max(0, depth - 1)
+        if depth > MAX_YAML_FLOW_DEPTH:
+            line = (program.metadata_line or 0) + text.count("\n", 0, m.start()) + 1
+            raise ArtifactError(program.path, f"amdhsa metadata nests `[` / `{{` more than {MAX_YAML_FLOW_DEPTH} deep: "
+                                              "not compiler output", line)
+
+
 def read_metadata(program: IsaProgram) -> dict:
     """The `amdhsa.kernels` code-object metadata as a dict (the YAML the loader reads).
 
@@ -423,6 +447,7 @@ def read_metadata(program: IsaProgram) -> dict:
     """
     if program.metadata_text is None:
         return {}
+    _check_flow_depth(program)
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -434,5 +459,6 @@ def read_metadata(program: IsaProgram) -> dict:
         mark = getattr(exc, "context_mark", None) or getattr(exc, "problem_mark", None)
         line = (program.metadata_line or 0) + (mark.line + 1 if mark is not None else 0)
         what = " ".join(p for p in (getattr(exc, "context", None), getattr(exc, "problem", None)) if p)
-        raise ArtifactError(program.path, f"amdhsa metadata is not valid YAML: {what or exc}", line or None) from None
+        what = str(what or exc)  # a tag or token of the broken text may be any length: quote the start
+        raise ArtifactError(program.path, f"amdhsa metadata is not valid YAML: {what[:160]}", line or None) from None
     return data if isinstance(data, dict) else {}

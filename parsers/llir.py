@@ -85,7 +85,8 @@ _DEBUG_NODE = re.compile(
     r"\n!(?P<id>\d+) = (?:distinct )?!(?P<kind>DILocation|DIFile|DISubprogram|DILexicalBlockFile|DILexicalBlock)"
     r"\((?P<fields>[^\n]*)\)(?=\n|$)")
 # line: 13    scope: !4    filename: "vector_add.py"
-_DEBUG_FIELD = re.compile(r'(?P<key>\w+): (?:!(?P<ref>\d+)|"(?P<text>(?:[^"\\]|\\.)*)"|(?P<int>-?\d+))')
+# \b: a key starts a word; without it every position of a 20,000-letter word retried `\w+: ` (2 s).
+_DEBUG_FIELD = re.compile(r'\b(?P<key>\w+): (?:!(?P<ref>\d+)|"(?P<text>(?:[^"\\]|\\.)*)"|(?P<int>-?\d+))')
 # ... !dbg !12      (the instruction's debug location, at the end of its line)
 _DBG_REF = re.compile(r"!dbg !(?P<id>\d+)")
 _DIGITS = re.compile(r"\d+")
@@ -444,6 +445,10 @@ def _pointer_bits(text: str) -> dict[int, int]:
 
 
 def _type_bits(value_type: str, pointer_bits: dict[int, int]) -> int | None:
+    # _type_bits_cached recurses per nesting level: a type of 2,000 `[1 x ` (a broken file) overflowed
+    # Python's stack. LLVM IR's types of Triton nest two or three deep; such a type's width is unknown.
+    if sum(value_type.count(c) for c in "[<{") > 64:
+        return None
     return _type_bits_cached(value_type, tuple(sorted(pointer_bits.items())))
 
 

@@ -25,6 +25,8 @@ class Metadata:
     triton_version: Fact[str] | None
     options: KernelOptions
     raw: Mapping[str, Any]
+    # (line, message) of keys whose values have the wrong type: ignored, and said so
+    wrong_types: tuple[tuple[int, str], ...] = ()
 
 
 _INT_OPTIONS = (
@@ -33,12 +35,19 @@ _INT_OPTIONS = (
 )
 
 
+# Keys of every json in fixtures/ (Triton 3.0-3.9, hip and cuda) that irscope reads: one missing
+# is a file edited or cut, and said so; the others come and go between versions.
+_ALWAYS = ("name", "hash", "target", "num_warps", "num_stages", "num_ctas", "shared")
+
+
 def parse_metadata(data: bytes, path: str) -> Metadata:
     text = decode_text(data, path)
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ArtifactError(path, f"not valid JSON: {exc.msg} (column {exc.colno})", exc.lineno) from None
+    except RecursionError:  # json's decoder recurses per `[` / `{`: Triton's nest 3 deep
+        raise ArtifactError(path, "JSON nested too deep to read: not Triton's metadata", 1) from None
     if not isinstance(raw, dict):
         raise ArtifactError(path, f"expected a JSON object of kernel metadata, found {type(raw).__name__}", 1)
 
@@ -46,11 +55,21 @@ def parse_metadata(data: bytes, path: str) -> Metadata:
         return Origin(path, _line_of_key(text, key), key)
 
     options = {}
+    wrong: list[tuple[int, str]] = []
     for key in _INT_OPTIONS:
         value = raw.get(key)
-        # bool is an int subclass; no option here is a bool.
+        # bool is an int subclass; no option here is a bool. None is Triton's "not set" (maxnreg).
         if isinstance(value, int) and not isinstance(value, bool):
             options[key] = Fact(value, origin(key))
+        elif value is not None:
+            wrong.append((origin(key).line, f"`{key}` is {_kind(value)}, not an integer: ignored"))
+    for key in ("name", "hash", "triton_version"):
+        if raw.get(key) is not None and not isinstance(raw[key], str):
+            wrong.append((origin(key).line, f"`{key}` is {_kind(raw[key])}, not a string: ignored"))
+    missing = [key for key in _ALWAYS if key not in raw]
+    if missing:
+        names = ", ".join(f"`{k}`" for k in missing)
+        wrong.append((1, f"{names} missing: every Triton version writes {'it' if len(missing) == 1 else 'them'}"))
 
     version = raw.get("triton_version")
     return Metadata(
@@ -60,7 +79,13 @@ def parse_metadata(data: bytes, path: str) -> Metadata:
         triton_version=Fact(version, origin("triton_version")) if isinstance(version, str) else None,
         options=KernelOptions(**options),
         raw=raw,
+        wrong_types=tuple(wrong),
     )
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", float: "a number"}.get(
+        type(value), type(value).__name__)
 
 
 def _target(value: Any, path: str, origin: Origin) -> Target | None:

@@ -34,6 +34,11 @@ class RawAttribute:
         return self.text
 
 
+# Aliases resolved inside the resolution of another: Triton's chains (`#loc12 = loc(callsite(#loc10
+# at #loc11))`) are as long as the inlining is deep, a handful; 3,000 overflowed Python's stack.
+MAX_ALIAS_CHAIN = 100
+
+
 class AttributeReader:
     def __init__(self, text: str, alias_items: Callable[[str], Optional[list]], problems: list[Problem],
                  path: str) -> None:
@@ -59,6 +64,10 @@ class AttributeReader:
         if items is None or name in self._resolving:
             if name in self._resolving:
                 self.problems.append(Problem(self.path, f"alias {name} refers to itself", None, "warning"))
+            return RawAttribute(name)
+        if len(self._resolving) >= MAX_ALIAS_CHAIN:  # each link is a few frames of Python's stack
+            self.problems.append(Problem(self.path, f"alias {name} is reached through more than {MAX_ALIAS_CHAIN} "
+                                                    "other aliases: left unresolved", None, "warning"))
             return RawAttribute(name)
         self._resolving.add(name)
         try:

@@ -77,25 +77,51 @@ def parse_mlir_dump(text: str, path: str) -> MlirDump:
     return MlirDump(path, tuple(out), lines)
 
 
-def read_dump(path: str) -> MlirDump:
-    """An MLIR_ENABLE_DUMP log from a file, plain or gzipped."""
-    import gzip
-    from pathlib import Path
+def read_dump(path: str, limit: int | None = None) -> MlirDump:
+    """An MLIR_ENABLE_DUMP log from a file, plain or gzipped, of at most `limit` bytes as text
+    (default: DUMP_FACTOR times the per-artifact limit, parsers/limits.py)."""
+    from irscope.parsers.limits import DUMP_FACTOR, DUMP_LIMIT, max_file_size, read_limited
 
+    limit = max_file_size() * DUMP_FACTOR if limit is None else limit
+    return read_dump_bytes(read_limited(path, limit, DUMP_LIMIT), path, limit)
+
+
+def read_dump_bytes(data: bytes, path: str, limit: int | None = None) -> MlirDump:
     from irscope.parsers.errors import decode_text
+    from irscope.parsers.limits import DUMP_FACTOR, max_file_size
 
-    data = Path(path).read_bytes()
     if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
+        data = _gunzip(data, path, max_file_size() * DUMP_FACTOR if limit is None else limit)
     return parse_mlir_dump(decode_text(data, path), path)
+
+
+def _gunzip(data: bytes, path: str, limit: int) -> bytes:
+    """Decompress at most limit + 1 bytes: a small .gz may hold gigabytes (a gzip bomb)."""
+    import gzip
+    import io
+    import zlib
+
+    from irscope.parsers.limits import DUMP_LIMIT, format_size
+
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
+            out = f.read(limit + 1)
+    except (OSError, EOFError, zlib.error) as exc:  # BadGzipFile is an OSError; a cut file is EOFError
+        reason = str(exc) or "it ends too early (truncated?)"
+        raise ArtifactError(path, f"not a readable gzip file: {reason}") from None
+    if len(out) > limit:  # the rest stays compressed
+        raise ArtifactError(path, f"decompresses to more than {format_size(limit)}, the limit for {DUMP_LIMIT}; "
+                                  "--max-file-size raises it")
+    return out
 
 
 def is_dump(path: str) -> bool:
     """Whether a file (plain or .gz) starts like an MLIR_ENABLE_DUMP log."""
     import gzip
+    import zlib
 
     try:
         with (gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")) as f:
             return b"// -----// IR Dump" in f.read(1 << 16)
-    except (OSError, EOFError):
+    except (OSError, EOFError, zlib.error):
         return False

@@ -119,6 +119,12 @@ _SPECIAL = frozenset({"_NL", "COMMENT", "LBRACE", "RBRACE", "SYMBOL", "FUSED", "
 _NEW_STATEMENT = frozenset(_TOKEN.groupindex) - _SPECIAL - CONTINUES_FROM_LINE_START - {"BARE_ID", "BARE_P"}
 
 
+# Triton's MLIR nests brackets and regions at most 8 deep in fixtures/ (dumps included). The
+# tree's readers (parsers/mlir_build.py, mlir_syntax.py) recurse per level: 10,000 `(` in a
+# broken file would overflow Python's stack, so deeper text is declined here and rejected by lark.
+MAX_NESTING = 128
+
+
 class _Decline(Exception):
     """Input the lark reader must read: it repairs, retries or rejects it."""
 
@@ -164,6 +170,8 @@ def _read(text: str) -> list[Statement]:
                 if kind == "COMMENT":  # lark drops comments before MlirPostLexer sees a token
                     continue
                 if pending is not None:
+                    if len(stack) >= MAX_NESTING:
+                        raise _Decline
                     if kind == "_NL":
                         stack.append(("REGION_CLOSE", "region", cur, pending[0], pending[1], stmts))
                         stmts, cur, last, head, region_nl = [], [], "REGION_OPEN", None, True
@@ -283,6 +291,8 @@ def _read(text: str) -> list[Statement]:
             elif frame == "param":
                 extra = text[start:pos - 1]
             elif frame == "callsite" and not in_loc:
+                raise _Decline
+            if len(stack) >= MAX_NESTING:
                 raise _Decline
             stack.append((closer, frame, cur, start, line, extra))
             cur = []

@@ -19,6 +19,7 @@ from irscope.model import Problem
 
 from .mlir_fast import CONTINUES_AT_LINE_END as _CONTINUES_AT_LINE_END
 from .mlir_fast import CONTINUES_FROM_LINE_START as _CONTINUES_FROM_LINE_START
+from .mlir_fast import MAX_NESTING
 from .mlir_fast import is_keyword as _is_keyword
 from .mlir_tree import TOKEN_CLASSES, Group, LocNode, Param, RegionNode, Statement, span
 
@@ -27,6 +28,14 @@ TOKEN_CLASSES.add(Token)
 _CLOSER = {"LPAR": "RPAR", "LSQB": "RSQB", "LANGLE": "RANGLE", "PARAM_OPEN": "RANGLE",
            "LBRACE": "RBRACE", "LOC_OPEN": "RPAR", "CALLSITE_OPEN": "RPAR"}
 _TEXT = {"RPAR": ")", "RSQB": "]", "RANGLE": ">", "RBRACE": "}", "REGION_CLOSE": "}"}
+
+
+class TooDeep(Exception):
+    """Brackets or regions nested deeper than MAX_NESTING: not compiler output."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(line)
+        self.line = line
 
 
 class MlirPostLexer(PostLex):
@@ -53,6 +62,8 @@ class MlirPostLexer(PostLex):
         head = None  # the first token type of the current statement
         for tok in stream:
             kind = tok.type
+            if len(stack) >= MAX_NESTING:
+                raise TooDeep(tok.line)
             if pending_brace is not None:
                 # Decide what the previous `{` was now that we see what follows it.
                 if kind == "_NL":
@@ -211,6 +222,9 @@ def parse_statements(text: str, path: str) -> tuple[list[Statement], list[Proble
     except UnexpectedInput as exc:  # the grammar accepts any balanced input; keep the promise anyway
         line = getattr(exc, "line", None)
         return [], [Problem(path, f"MLIR text could not be parsed: {str(exc).splitlines()[0]}", line)]
+    except TooDeep as exc:
+        return [], [Problem(path, f"brackets or regions nested more than {MAX_NESTING} deep: not compiler output",
+                            exc.line)]
     finally:
         postlex.join_lines = True
     problems = [Problem(path, message, line, "warning") for line, message in postlex.problems]

@@ -227,9 +227,11 @@ def _top_level_index(body: list, kind: str, last: bool = False) -> int:
 def _read_signature(syntax: OpSyntax, body: list, name: str) -> None:
     arrow = _top_level_index(body, "ARROW")
     colon = _top_level_index(body, "COLON", last=True)
-    if arrow < 0 and colon < 0 and syntax.regions:
+    # Regions at the top level of the op (a broken file may leave syntax.regions only inside a group).
+    regions_at = [i for i, item in enumerate(body) if isinstance(item, RegionNode)]
+    if arrow < 0 and colon < 0 and regions_at:
         # `ttg.warp_specialize(%a) default {...} partition0(...) {...} : (i32) -> i64`
-        tail = [i for i, item in enumerate(body) if isinstance(item, RegionNode)][-1] + 1
+        tail = regions_at[-1] + 1
         if _top_level_index(body[tail:], "COLON") >= 0:
             body = body[tail:]
             arrow = _top_level_index(body, "ARROW")

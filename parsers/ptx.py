@@ -50,7 +50,9 @@ _LOC = re.compile(r"\.loc\s+(\d+)\s+(\d+)\s+(\d+)(?:,[^/]*?inlined_at\s+(\d+)\s+
 _LABEL = re.compile(r"([\w$.%]+):(?!:)")
 _DEPTH = re.compile(r"Depth=(\d+)")
 # {%r1, %r2}, [ %rd1 + 0 ], [%rd7, {%r1, %r2}], 0x10: split at top-level commas
-_ARG = re.compile(r"(?:[^,\[{]|\[[^\]]*\]|\{[^}]*\})+")
+# An unclosed `[` or `{` (a cut or broken line) runs to the end of the operands: trying every
+# `[` as a start that never closes made findall quadratic (10 s for a 100,000-character line).
+_ARG = re.compile(r"(?:[^,\[{]|\[[^\]]*(?:\]|$)|\{[^}]*(?:\}|$))+")
 # mma.sync.aligned.m16n8k16...   ldmatrix.sync.aligned.m8n8.x4...
 _SHAPE = re.compile(r"^m(\d+)n(\d+)(?:k(\d+))?$")
 _REG = re.compile(r"%([a-z_]+?)(\d+)$")
@@ -208,7 +210,7 @@ class _Reader:
                         builder.hint(at, int(hint[1]))
                     continue
                 # @%p1 st.global.b16 [ %rd1 + 0 ], { %rs1 };
-                words = s[:semi].split(None, 1)
+                words = s[:semi].split(None, 1) or [""]  # `;` first: an empty statement, unknown below
                 pred = None
                 if c == "@":
                     pred = words[0][1:]
@@ -306,10 +308,12 @@ class _Reader:
                     self.facts.setdefault(key, Fact(value, Origin(self.path, lineno, f".{m[1]}")))
             elif not s.startswith("//"):
                 unparsed.append(Unparsed(lineno, raw, "unknown line in a function header", False))
+        if state == _DATA and opened:  # 3.0-3.2 read inlined call sites from .debug_info: cut, they are lost
+            unparsed.append(Unparsed(lineno, "", "truncated: the file ends inside a `.section` or data block", True))
         if state in (_PARAMS, _HEADER, _BODY):
             while scopes:
                 self._close_scope(scopes, builder)
-            unparsed.append(Unparsed(lineno, "", f"file ends inside function {name!r}", True))
+            unparsed.append(Unparsed(lineno, "", f"truncated: the file ends inside function {name!r}", True))
             self._finish(name, fline, instrs, lines, builder)
 
     def _finish(self, name: str, line: int, instrs: list[Instruction], lines: list[int],

@@ -40,7 +40,9 @@ _REGISTERS = re.compile(r"SHI_REGISTERS=(\d+)")
 # @!P1 BRA `(.L_x_0)    BRA 0x2f40    CALL.REL.NOINC `(.L_x_2)
 _TARGET = re.compile(r"`\(([^)]*)\)|^(0x[0-9a-fA-F]+)$")
 # desc[UR26][R24.64+0x80], c[0x0][0x28], {5,4,3,2,1,0}: split at top-level commas
-_ARG = re.compile(r"(?:[^,\[{]|\[[^\]]*\]|\{[^}]*\})+")
+# An unclosed `[` or `{` (a cut or broken line) runs to the end of the operands: trying every
+# `[` as a start that never closes made findall quadratic (10 s for a 100,000-character line).
+_ARG = re.compile(r"(?:[^,\[{]|\[[^\]]*(?:\]|$)|\{[^}]*(?:\}|$))+")
 # HGMMA.64x128x16.F32   HMMA.16816.F32   IMMA.16832.S8.S8
 _GMMA_SHAPE = re.compile(r"^(\d+)x(\d+)x(\d+)$")
 _MMA_SHAPE = re.compile(r"^(16|8)(8)(\d+)$")
@@ -356,7 +358,7 @@ def _sass_class(opcode: str) -> _Op:
         return _Op(BRANCH, branch=2)
     if root in ("EXIT", "RET", "KILL"):
         return _Op(BRANCH, branch=3)
-    if root in _UNIFORM_ROOTS or (root[0] == "U" and root[1:] in _ALU_ROOTS):
+    if root in _UNIFORM_ROOTS or (root[:1] == "U" and root[1:] in _ALU_ROOTS):  # root is "" for `.X`
         return _Op(SCALAR_ALU)
     if root in _ALU_ROOTS:
         return _Op(VECTOR_ALU)

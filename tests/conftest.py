@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
@@ -68,18 +69,37 @@ def copy_tree(src: Path, dst: Path) -> Path:
 
 
 def tree_digest(root: Path) -> dict[str, str]:
-    """Every file and directory under root, with its content hash and mode: a tree's identity."""
-    out = {}
+    """Every file and directory under root, with its content hash, mode and mtime: a tree's identity.
+
+    A directory's mtime changes when an entry is made or removed in it, so a temporary file
+    written and deleted again under root shows too."""
+    out = {"./": f"{oct(root.lstat().st_mode)} {root.lstat().st_mtime_ns}"}
     for dirpath, dirnames, filenames in os.walk(root):
         for d in dirnames:
             p = Path(dirpath, d)
-            out[str(p.relative_to(root)) + "/"] = oct(p.lstat().st_mode)
+            st = p.lstat()
+            out[str(p.relative_to(root)) + "/"] = f"{oct(st.st_mode)} {st.st_mtime_ns}"
         for f in filenames:
             p = Path(dirpath, f)
             st = p.lstat()
-            out[str(p.relative_to(root))] = f"{oct(st.st_mode)} {st.st_mtime_ns} " + \
-                hashlib.sha256(p.read_bytes()).hexdigest()
+            # A link or a FIFO is identified by its target or mode: reading one could block or leave the tree.
+            what = hashlib.sha256(p.read_bytes()).hexdigest() if stat.S_ISREG(st.st_mode) else \
+                (os.readlink(p) if p.is_symlink() else "")
+            out[str(p.relative_to(root))] = f"{oct(st.st_mode)} {st.st_mtime_ns} {what}"
     return out
+
+
+def unprivileged() -> list[str]:
+    """A command prefix under which file modes hold: [] when not root; as root, `unshare -U` (a user
+    namespace: root's files keep their modes and nothing overrides them). Skips the test when root
+    has no such way (a container that forbids user namespaces): root reads a chmod 000 file."""
+    import subprocess
+
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("unshare") and subprocess.run(["unshare", "-U", "true"], capture_output=True).returncode == 0:
+        return ["unshare", "-U"]
+    pytest.skip("running as root, which ignores file modes, and `unshare -U` is not allowed here")
 
 
 def rule_findings(rule_cls, *paths):

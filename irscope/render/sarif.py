@@ -53,7 +53,9 @@ def sarif_log(report: Report, base: str | os.PathLike | None = None) -> dict:
 
 
 def sarif_text(report: Report, base: str | os.PathLike | None = None) -> str:
-    return json.dumps(sarif_log(report, base), indent=1, ensure_ascii=False) + "\n"
+    from irscope.render.safe import json_safe
+
+    return json_safe(json.dumps(sarif_log(report, base), indent=1, ensure_ascii=False)) + "\n"
 
 
 def _ordered(findings: tuple[Finding, ...]) -> list[Finding]:

@@ -1,0 +1,182 @@
+"""The `irscope` command line's arguments: every command, its flags and their help.
+
+The functions that run the commands are in irscope/cli.py, which hands them to build_parser.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Callable, Mapping
+
+from irscope import __version__
+
+
+def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) -> argparse.ArgumentParser:
+    """The command line; `commands` maps each command's name to the function that runs it (irscope/cli.py)."""
+    parser = argparse.ArgumentParser(
+        prog="irscope",
+        description="Analyze the code Triton generated: kernels, registers, LDS, spills.",
+    )
+    parser.add_argument("--version", action="version", version=f"irscope {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the Python traceback of an irscope error instead of one line")
+    sub = parser.add_subparsers(title="commands", metavar="COMMAND")
+
+    scan = sub.add_parser(
+        "scan", help="list every kernel under a Triton cache with its resource usage",
+        description="Harvest every kernel under PATH (default: $TRITON_CACHE_DIR, else "
+                    "$TRITON_HOME/.triton/cache, else ~/.triton/cache) and print one row per kernel. "
+                    "PATH may be a cache, a torch inductor cache, a TRITON_KERNEL_DUMP directory, "
+                    "one hash directory or one artifact file. Nothing under PATH is written.",
+    )
+    scan.add_argument("paths", nargs="*", metavar="PATH")
+    scan.add_argument("--json", metavar="FILE", help="write the report as JSON to FILE ('-' for stdout)")
+    from irscope.exports import add_diff_flags, add_scan_flags
+
+    add_scan_flags(scan)  # --sarif, --csv, --parquet, --markdown (irscope/exports.py)
+    scan.add_argument("--sass", action="store_true",
+                      help="also disassemble each cubin with nvdisasm (Triton's bundled one, TRITON_NVDISASM_PATH, "
+                           "or CUDA's) and count its SASS instructions")
+    _analysis_flags(scan)
+    scan.add_argument("--target", metavar="ARCH",
+                      help="with a script: compile every launch for ARCH (gfx942, gfx950, gfx90a, gfx1100, gfx1200, "
+                           "sm_90, sm_80, ...) on any machine; nothing runs")
+    scan.add_argument("--dump", action="store_true",
+                      help="with a script: capture MLIR_ENABLE_DUMP and show which pass introduced each layout "
+                           "conversion and LDS buffer (Triton 3.3+)")
+    scan.add_argument("--keep", action="store_true", help="with a script: keep the run's cache (its path is printed)")
+    scan.add_argument("--out", metavar="DIR", help="with a script: put the run's cache and launches in DIR and keep it")
+    scan.add_argument("--tui", action="store_true", help="open the result in the Textual browser (irscope tui)")
+    scan.add_argument("--fail-on", choices=("error", "warning", "info"), metavar="SEVERITY",
+                      help="exit 1 when any finding is at SEVERITY (error, warning or info) or above; default: "
+                           "findings do not change the exit status (README: Exit codes)")
+    _selection_flags(scan)
+    scan.set_defaults(func=commands["scan"])
+
+    diff = sub.add_parser(
+        "diff", help="compare two builds: resources, occupancy, instruction mix, findings, layouts",
+        description="Pair the kernels of BEFORE and AFTER (cache directories, kernel directories or saved "
+                    "JSON reports) and show what changed. Exit 1 with --fail-on regression when a pair "
+                    "regressed (README: Exit codes).")
+    diff.add_argument("before", metavar="BEFORE")
+    diff.add_argument("after", metavar="AFTER")
+    diff.add_argument("--pair", action="append", default=[], metavar="A=B",
+                      help="pair these two kernels (a key, a name, or name@arch on each side)")
+    diff.add_argument("--stage", choices=("ttir", "ttgir", "llir", "amdgcn", "ptx"),
+                      help="also show a text diff of this stage, with names, registers, labels and locations "
+                           "normalized")
+    diff.add_argument("--json", metavar="FILE", help="write the whole diff as JSON to FILE ('-' for stdout)")
+    add_diff_flags(diff)  # --markdown
+    _analysis_flags(diff)
+    diff.add_argument("--fail-on", choices=("regression",),
+                      help="exit 1 when any pair regressed ([tool.irscope] regression picks the checks)")
+    _selection_flags(diff)
+    diff.set_defaults(func=commands["diff"])
+
+    tui = sub.add_parser(
+        "tui", help="browse kernels, IR, ISA, findings, occupancy and diffs in the terminal",
+        description="Open the Textual browser on a cache, kernel directory or saved report (default: the "
+                    "user's Triton cache), or on two builds with --diff BEFORE AFTER. Press ? for the keys.")
+    tui.add_argument("paths", nargs="*", metavar="PATH")
+    tui.add_argument("--diff", nargs=2, metavar=("BEFORE", "AFTER"), help="compare two builds side by side")
+    tui.add_argument("--source", action="append", default=[], metavar="DIR",
+                     help="where the kernels' Python files are, when the paths the artifacts name are not here")
+    _analysis_flags(tui)
+    tui.set_defaults(func=commands["tui"])
+
+    baseline = sub.add_parser(
+        "baseline", help="write the current findings as accepted, for pytest --irscope-baseline",
+        description="Scan PATH (or read a saved report) and write its findings to stdout as a baseline: "
+                    "`irscope baseline PATH > irscope-baseline.json`. With --irscope-baseline FILE, the pytest "
+                    "plugin fails only on findings the baseline does not hold (irscope/baseline.py: the key).")
+    baseline.add_argument("paths", nargs="*", metavar="PATH")
+    _analysis_flags(baseline)
+    _selection_flags(baseline)
+    baseline.set_defaults(func=commands["baseline"])
+
+    passes = sub.add_parser(
+        "passes", help="the pass timeline of an MLIR_ENABLE_DUMP log",
+        description="Read a saved MLIR_ENABLE_DUMP log (plain or .gz) and show, per kernel, the passes in "
+                    "order, which changed the IR, and the pass that introduced each convert_layout and LDS "
+                    "buffer (local_alloc) of the final TTGIR.")
+    passes.add_argument("dump", metavar="DUMP")
+    passes.add_argument("--kernel", "-k", metavar="PATTERN", help="only kernels whose name matches this glob")
+    passes.add_argument("--all", action="store_true", help="list every pass, not only those that changed the IR")
+    passes.add_argument("--json", action="store_true", help="print the timelines as JSON")
+    passes.set_defaults(func=commands["passes"])
+
+    rules = sub.add_parser("rules", help="list the rules: code, slug, severity, what each finds",
+                           description="List every registered rule (irscope's own and any installed plugin's).")
+    rules.set_defaults(func=commands["rules"])
+    explain = sub.add_parser("explain", help="print one rule's documentation",
+                             description="Print a rule's documentation: what it does, why it matters, an "
+                                         "example, and how to fix it in the kernel.")
+    explain.add_argument("rule", metavar="CODE", help="a rule code (IRS101) or slug (narrow-global-load)")
+    explain.set_defaults(func=commands["explain"])
+
+    occ = sub.add_parser(
+        "occupancy", help="occupancy of harvested kernels, or of numbers you give (what-if)",
+        description="With PATH: the occupancy of every kernel under PATH (filter with --kernel), "
+                    "from its artifacts; any number given below replaces the kernel's own. "
+                    "Without PATH: the occupancy of --arch with the numbers given.",
+    )
+    occ.add_argument("paths", nargs="*", metavar="PATH")
+    occ.add_argument("--kernel", "-k", metavar="PATTERN",
+                     help="only kernels whose name or key matches this glob pattern")
+    occ.add_argument("--arch", help="gfx90a, gfx942, gfx950, gfx1100, gfx1200, gfx1201, sm_80, sm_86, sm_89, "
+                                    "sm_90, sm_100, sm_120 (what-if without PATH)")
+    for flag, what in (("vgprs", "AMD: VGPRs per lane, arch + AGPR (.vgpr_count)"),
+                       ("sgprs", "AMD: SGPRs"),
+                       ("lds", "LDS / shared memory bytes per workgroup (Triton's `shared`); default 0"),
+                       ("warps", "num_warps"),
+                       ("registers", "NVIDIA: registers per thread"),
+                       ("shared", "NVIDIA: dynamic shared bytes per block (same as --lds)"),
+                       ("static-shared", "NVIDIA: static shared bytes per block, without the sm_90 reserve"),
+                       ("barriers", "NVIDIA: named barriers per block")):
+        occ.add_argument(f"--{flag}", type=_count, metavar="N", help=what)
+    occ.add_argument("--json", action="store_true", help="print the results as JSON")
+    occ.set_defaults(func=commands["occupancy"])
+    return parser
+
+
+def _selection_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--select", action="append", default=[], metavar="CODES",
+                        help="only these rules: codes, code prefixes (IRS1), slugs or ALL, comma-separated; "
+                             "replaces [tool.irscope] select")
+    parser.add_argument("--ignore", action="append", default=[], metavar="CODES",
+                        help="skip these rules (added to [tool.irscope] ignore)")
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative")
+    return value
+
+
+def _analysis_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of every command that analyzes kernels: the result index, workers, the size limit."""
+    parser.add_argument("--no-cache", action="store_true",
+                        help="analyze every kernel afresh, without irscope's result index ($IRSCOPE_CACHE_DIR, else "
+                             "~/.cache/irscope; never inside the scanned paths)")
+    parser.add_argument("-j", "--jobs", type=_jobs, metavar="N",
+                        help="worker processes for the analysis (default: one per core)")
+    parser.add_argument("--max-file-size", type=_size, metavar="SIZE",
+                        help="read no artifact larger than SIZE (bytes, or 128M, 1G; default 64M): a larger one is "
+                             "reported against its kernel, not read")
+
+
+def _size(text: str) -> int:
+    from irscope.parsers.limits import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _jobs(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: give 1 or more")
+    return value
