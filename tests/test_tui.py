@@ -310,3 +310,21 @@ def test_the_source_tab_annotates_python_lines_with_their_findings(report):
             assert clean and all(n not in view.line_styles for n in clean)
 
     asyncio.run(run())
+
+
+def test_stage_views_are_colored_by_syntax_and_keep_the_text(report):
+    key = _gemm_key(report)
+
+    async def run():
+        app = IrscopeApp(report=report, source_dirs=SOURCES)
+        async with app.run_test(size=SIZE) as pilot:
+            await _open_kernel(pilot, key)
+            for stage, token in (("ttgir", "tt.dot"), ("amdgcn", "s_waitcnt"), ("llir", "getelementptr"),
+                                 ("source", "tl.dot")):
+                view = app.screen.query_one(f"#view-{stage}", CodeView)
+                line = next(n for n, text in enumerate(view.lines, 1) if token in text)
+                segments = list(view._build(line))
+                assert "".join(s.text for s in segments).endswith(view.lines[line - 1])
+                assert len({s.style.color for s in segments if s.style and s.style.color}) >= 2, stage
+
+    asyncio.run(run())

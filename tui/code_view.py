@@ -16,6 +16,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from irscope.render.safe import printable
+from irscope.tui.highlight import highlighter_for
 
 _NUMBER = Style(color="grey50")
 _GUTTER = Style(color="cyan")
@@ -48,6 +49,7 @@ class CodeView(ScrollView, can_focus=True):
                  line_styles: dict[int, Style] | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.stage = stage
+        self.highlight = highlighter_for(stage)
         self.load(text, gutter, line_styles)
 
     def load(self, text: str, gutter: dict[int, str] | None = None,
@@ -141,6 +143,17 @@ class CodeView(ScrollView, can_focus=True):
             segments.append(Segment(f"{self.mix_gutter.get(line, ''):<{self.mix_width}} ", _GUTTER + base))
         if self.pattern and self.pattern in text.lower():
             segments.append(Segment(text, _MATCH + base))
+        elif line in self.line_styles:
+            segments.append(Segment(text, self.line_styles[line] + base))
+        elif self.highlight is not None:
+            segments.extend(Segment(piece, style + base) for piece, style in _colored(self.highlight, text))
         else:
-            segments.append(Segment(text, self.line_styles[line] + base if line in self.line_styles else base))
+            segments.append(Segment(text, base))
         return Strip(segments)
+
+
+def _colored(highlight, text: str) -> list:
+    try:
+        return highlight(text)
+    except Exception:  # noqa: BLE001 - a lexer that chokes on a line costs its colors, not the view
+        return [(text, Style())]
