@@ -328,3 +328,27 @@ def test_stage_views_are_colored_by_syntax_and_keep_the_text(report):
                 assert len({s.style.color for s in segments if s.style and s.style.color}) >= 2, stage
 
     asyncio.run(run())
+
+
+def test_an_nvidia_kernel_has_a_sass_tab_with_the_mix_of_scan_sass(tmp_path):
+    from irscope.nvtools import find_tool
+
+    if find_tool("nvdisasm") is None:
+        pytest.skip("no nvdisasm (Triton's wheel bundles one)")
+    report = scan(FIXTURES / "caches" / "triton-3.9", jobs=1, sass=True)
+    kernel = next(r for r in report.kernels if r.kernel.target.arch == "sm_90" and any(m.isa == "sass" for m in r.mix))
+    mix = next(m for m in kernel.mix if m.isa == "sass")
+
+    async def run():
+        app = IrscopeApp(report=report)
+        async with app.run_test(size=SIZE) as pilot:
+            await _open_kernel(pilot, kernel.kernel.key)
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            view = app.screen.query_one("#view-sass", CodeView)
+            loads = [n for row in mix.rows if row.kind == "global_load" for n in row.lines]
+            assert loads
+            for n in loads:  # the mix's line numbers (from scan --sass) fit the text the tab shows
+                assert "LDG" in view.lines[n - 1] and view.mix_gutter[n].startswith("gload")
+
+    asyncio.run(run())

@@ -77,6 +77,8 @@ class KernelScreen(Screen):
         findings.highlighted = 0
         findings.focus()
         self.build_maps()
+        if "sass" in self._stages():
+            self.disassemble()
 
     def _tab_ids(self) -> list[str]:
         return [pane.id for pane in self.query(TabPane)]
@@ -104,9 +106,14 @@ class KernelScreen(Screen):
             view.call_after_refresh(view.center)
 
     def _stages(self) -> list[str]:
-        return [s for s in STAGES if self.report.kernel.artifact(s) is not None]
+        stages = [s for s in STAGES if self.report.kernel.artifact(s) is not None]
+        if self.report.kernel.artifact("cubin") is not None:  # SASS: disassembled when the view opens
+            stages.insert(stages.index("ptx") + 1 if "ptx" in stages else len(stages), "sass")
+        return stages
 
     def _stage_view(self, stage: str) -> CodeView:
+        if stage == "sass":
+            return CodeView("sass", "disassembling the cubin with nvdisasm ...", id="view-sass")
         artifact = self.report.kernel.artifact(stage)
         try:
             text = artifact.read_bytes().decode("utf-8", errors="replace")
@@ -133,6 +140,22 @@ class KernelScreen(Screen):
         if not options:
             options.append(Option(Text("no findings"), id="none", disabled=True))
         return options
+
+    @work(thread=True, group="sass")
+    def disassemble(self) -> None:
+        """The SASS tab's text: the cubin through nvdisasm (irscope/nvtools.py; the same text that
+        `scan --sass` counted, so the mix's lines fit it)."""
+        from irscope.nvtools import disassemble
+
+        text, problem = disassemble(self.report.kernel.artifact("cubin").path)
+        if text is None:
+            text, problem = f"no SASS: {problem.message if problem else 'nvdisasm failed'}", None
+        self.app.call_from_thread(self._sass_ready, text, problem.message if problem else None)
+
+    def _sass_ready(self, text: str, warning: str | None) -> None:
+        self.query_one("#view-sass", CodeView).load(text, gutter_for_isa(self.report, "sass"))
+        if warning:  # cuobjdump's SASS, without source lines
+            self.notify(printable(warning), severity="warning", markup=False)
 
     # -- line maps -------------------------------------------------------------------------
     @work(thread=True, exclusive=True)
