@@ -8,6 +8,9 @@ directory removed with os.removedirs; the files go in Triton's order (the order 
 own `__grp__` child paths) and the `__grp__<name>.json` comes last. Meanwhile the test scans
 again and again, with one process and with two workers, with and without the result index.
 
+A last test has Triton itself (3.6+) compile 12 kernels for gfx942 into the cache while it is
+scanned, the protocol untouched.
+
 Each kernel of each report must be either complete and equal to the clean scan of its fixture
 (its paths aside), or marked incomplete with a warning; with deletions, a kernel may also carry
 errors, each naming a file or directory that went away. Never an exception, never "irscope could
@@ -186,3 +189,54 @@ def test_an_entry_between_two_puts_is_incomplete_not_a_kernel_dump(tmp_path, ver
         (r,) = [r for r in scan(root, jobs=1).kernels if r.kernel.directory == target]
         assert r.kernel.layout == "triton-cache" and not r.kernel.complete
         assert [p.severity for p in r.problems if "incomplete" in p.message] == ["warning"]
+
+
+COMPILER = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import triton
+from triton.compiler import ASTSource
+from triton.backends.compiler import GPUTarget
+from vector_add import add_kernel
+
+signature = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n_elements": "i32", "BLOCK": "constexpr"}
+for warps in (1, 2, 4, 8):
+    for block in (256, 512, 1024):
+        triton.compile(ASTSource(add_kernel, signature, {"BLOCK": block}), target=GPUTarget("hip", "gfx942", 64),
+                       options={"num_warps": warps})
+"""
+
+
+def test_scans_while_the_triton_compiler_writes_are_consistent(tmp_path):
+    """The real thing: Triton itself compiles 12 kernels into the cache while it is scanned."""
+    triton = pytest.importorskip("triton")
+    if tuple(int(p) for p in triton.__version__.split(".")[:2]) < (3, 6):
+        pytest.skip("Triton 3.0-3.4 link AMD code with an external ld.lld")
+    import subprocess
+    import sys
+
+    cache = tmp_path / "cache"
+    env = dict(os.environ, TRITON_CACHE_DIR=str(cache), TRITON_HOME=str(tmp_path / "home"),
+               TRITON_DEFAULT_FP_FUSION="1")
+    compiler = subprocess.Popen([sys.executable, "-c", COMPILER, str(FIXTURES / "kernels")], env=env,
+                                stderr=subprocess.PIPE, text=True)
+    seen = {"complete": 0, "incomplete": 0, "scans": 0}
+    try:
+        while compiler.poll() is None or seen["scans"] < 3:
+            if cache.exists():
+                report = scan(cache, jobs=1 + seen["scans"] % 2)
+                for r in report.kernels:
+                    errors = [p for p in r.problems if p.severity == "error"]
+                    assert not errors, [str(p) for p in errors]
+                    assert r.kernel.complete or any("incomplete" in p.message for p in r.problems)
+                    seen["complete" if r.kernel.complete else "incomplete"] += 1
+                seen["scans"] += 1
+            time.sleep(0.05)
+    finally:
+        if compiler.poll() is None:
+            compiler.kill()
+    assert compiler.wait() == 0, compiler.stderr.read()[-2000:]
+    final = scan(cache, jobs=2)
+    assert len(final.kernels) == 12 and all(r.kernel.complete and r.ok for r in final.kernels)
+    assert {r.kernel.options.num_warps.value for r in final.kernels} == {1, 2, 4, 8}
+    assert seen["scans"] > 3, seen
