@@ -27,6 +27,10 @@ from irscope.rule_engine import RuleSelection, run_rules
 from irscope.targets import infer_from_ir
 
 
+# What one kernel's analysis takes: the kernel, its harvest problems, its recorded launches.
+Work = tuple[Kernel, tuple[Problem, ...], tuple[Launch, ...]]
+
+
 def scan(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None, sass: bool = False,
          rules: RuleSelection | None = None, launches: Mapping[str, tuple[Launch, ...]] | None = None,
          index: bool | str | os.PathLike = False, jobs: int | None = None) -> Report:
@@ -56,7 +60,7 @@ class ScanRun:
                  rules: RuleSelection | None = None, launches: Mapping[str, tuple[Launch, ...]] | None = None,
                  index: bool | str | os.PathLike = False, jobs: int | None = None) -> None:
         self.found = harvest(paths)
-        self.sass, self.selection, self.jobs = sass, rules or RuleSelection(), jobs
+        self.sass, self.selection = sass, rules or RuleSelection()
         launches = launches or {}
         self.store = None
         if index:
@@ -68,10 +72,9 @@ class ScanRun:
         self.keys: dict[int, str | None] = {}
         self._held: list[int] = []  # positions whose result the index should hold
         todo: list[int] = []
-        self._work: dict[int, tuple[Kernel, tuple[Problem, ...], tuple[Launch, ...]]] = {}
-        for i, k in enumerate(self.found.kernels):
-            problems, recorded = tuple(self.found.problems.get(k.key, ())), tuple(launches.get(k.hash or "", ()))
-            self._work[i] = (k, problems, recorded)
+        self._work: list[Work] = [(k, tuple(self.found.problems.get(k.key, ())), tuple(launches.get(k.hash or "", ())))
+                                  for k in self.found.kernels]
+        for i, (k, problems, recorded) in enumerate(self._work):
             if self.store is not None and not recorded:  # a script run's launches make its results one-off
                 self.keys[i] = key = self.store.key(k, repr(problems))
                 if self.store.holds(key):
@@ -103,15 +106,15 @@ class ScanRun:
 
     def report(self) -> Report:
         with paused_gc():
-            results = dict(self.results())
-        return self.report_of(tuple(results[i] for i in sorted(results)))
+            return self.report_of(dict(self.results()))
 
-    def report_of(self, kernels: tuple[KernelReport, ...]) -> Report:
+    def report_of(self, results: Mapping[int, KernelReport]) -> Report:
+        """The Report of the results collected from results(), in the harvest's order."""
         return Report(
             irscope_version=__version__,
             created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             roots=self.found.roots,
-            kernels=kernels,
+            kernels=tuple(results[i] for i in sorted(results)),
             problems=self.found.problems.get("", ()),
             skipped=self.found.skipped,
         )
@@ -132,7 +135,6 @@ def paused_gc():
 
 
 T = TypeVar("T")
-Work = tuple[Kernel, tuple[Problem, ...], tuple[Launch, ...]]
 
 # Below this many kernels, starting workers costs more than it saves.
 PARALLEL_FROM = 8

@@ -113,7 +113,7 @@ class KernelsScreen(Screen):
                 if time.monotonic() - shown > BATCH_SECONDS:
                     self.app.call_from_thread(self._arrived, batch)
                     batch, shown = [], time.monotonic()
-        report = self.scan_run.report_of(tuple(results[i] for i in sorted(results)))
+        report = self.scan_run.report_of(results)
         self.app.call_from_thread(self._arrived, batch, report)
 
     def _arrived(self, batch: list[KernelReport], report: Report | None = None) -> None:

@@ -19,6 +19,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from irscope.model import KernelReport
+from irscope.parsers.errors import ArtifactError
 from irscope.pass_timeline import PassTimeline, dump_lines, pass_change
 from irscope.render.safe import printable
 from irscope.tui.code_view import CodeView
@@ -85,7 +86,7 @@ class PassesPanel(Horizontal):
     def read_dump(self) -> None:
         try:
             lines = dump_lines(self.timeline)
-        except Exception as exc:  # noqa: BLE001 - gone, unreadable or cut: said in the heading
+        except (OSError, ArtifactError) as exc:  # gone, unreadable, cut or too large: said in the heading
             self.app.call_from_thread(self._heading, f"cannot read the dump: {exc}")
             return
         self.app.call_from_thread(self._dump_ready, lines)
