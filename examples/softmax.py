@@ -3,6 +3,8 @@
     irscope scan examples/softmax.py --target sm_90
 """
 
+import os
+
 import torch
 import triton
 import triton.language as tl
@@ -38,5 +40,8 @@ if __name__ == "__main__":
     torch.manual_seed(0)
     x = torch.randn(1823, 781, device=DEVICE)
     y = softmax(x)
-    assert torch.allclose(y, torch.softmax(x, axis=1), atol=1e-6), "softmax differs from torch"
-    print("softmax matches torch")
+    if os.environ.get("IRSCOPE_TARGET"):  # irscope scan --target: kernels compile, nothing runs
+        print("no GPU: outputs not computed, check skipped")
+    else:
+        assert torch.allclose(y, torch.softmax(x, axis=1), atol=1e-6), "softmax differs from torch"
+        print("softmax matches torch")

@@ -58,7 +58,7 @@ def _parser() -> argparse.ArgumentParser:
 
     return build_parser({"scan": _cmd_scan, "diff": _cmd_diff, "tui": _cmd_tui, "baseline": _cmd_baseline,
                          "passes": _cmd_passes, "rules": _cmd_rules, "explain": _cmd_explain,
-                         "occupancy": _cmd_occupancy})
+                         "occupancy": _cmd_occupancy, "runs": _cmd_runs})
 
 
 def _selection(args: argparse.Namespace):
@@ -83,8 +83,9 @@ def _cmd_scan(args: argparse.Namespace) -> int:
         _error(f"give one script to run ({scripts[0]} {'is not a file' if not os.path.isfile(scripts[0]) else ''}"
                f"{'and nothing else' if len(args.paths) > 1 else ''})".replace("( ", "("))
         return EXIT_USAGE
-    if (args.target or args.keep or args.out or args.dump or args.script_args) and not scripts:
-        _error("--target, --keep, --out and `-- args` go with a script: irscope scan script.py --target gfx942")
+    if (args.target or args.keep is not None or args.out or args.dump or args.script_args) and not scripts:
+        _error("--target, --keep, --no-keep, --out and `-- args` go with a script: "
+               "irscope scan script.py --target gfx942")
         return EXIT_USAGE
     from irscope.exports import check as check_exports
 
@@ -450,28 +451,30 @@ def _run_script(args: argparse.Namespace, script: str) -> int:
     from irscope.render.console import render
     from irscope.rule_engine import RuleConfigError
     from irscope.runner import run_script
-    from irscope.stand_in_driver import TARGETS
+    from irscope.stand_in_devices import DEVICES
 
-    if args.target and args.target not in TARGETS:
-        _error(f"--target {args.target}: not one of {', '.join(TARGETS)}")
+    if args.target and args.target not in DEVICES:
+        _error(f"--target {args.target}: not one of {', '.join(DEVICES)}")
         return EXIT_USAGE
-    # --tui reads the run's artifacts (and its dump) while it is open: the run is removed after.
-    keep_for_tui = args.tui and not (args.keep or args.out)
+    # --tui reads the run's artifacts (and its dump) while it is open: a --no-keep run goes after.
     try:
-        result = run_script(script, tuple(args.script_args), args.target, args.keep or keep_for_tui, args.out,
+        result = run_script(script, tuple(args.script_args), args.target, None if args.tui else args.keep, args.out,
                             args.sass, _selection(args), dump=args.dump)
     except RuleConfigError as exc:
         _error(str(exc))
         return EXIT_USAGE
+    except KeyboardInterrupt:
+        _error("interrupted: the script was stopped, nothing was analyzed, and its run was removed")
+        return 130
     report = result.report
     if args.tui and report.kernels:
         try:
             return _run_tui(report, None, ())
         finally:
-            if keep_for_tui and result.kept is not None:
-                import shutil
+            if args.keep is False and result.kept is not None:
+                from irscope import kept_runs
 
-                shutil.rmtree(result.kept, ignore_errors=True)
+                kept_runs.remove([result.kept.name])
     from irscope.exports import write_scan
 
     to_stdout = write_scan(report, args) if report.kernels else False  # --sarif, --csv, --parquet, --markdown
@@ -490,25 +493,65 @@ def _run_script(args: argparse.Namespace, script: str) -> int:
                 if kr.passes is not None:
                     out.print()
                     out.print(timeline_view(kr.passes))
-    if result.kept is not None:
-        print(f"irscope: the run's cache is kept in {result.kept}", file=sys.stderr)
-    elif report.kernels:
-        print("irscope: the artifact paths above were in the run's temporary cache, now removed; --keep keeps it",
-              file=sys.stderr)
+    _say_where_the_run_is(result)
     from irscope.runner_child import NO_DRIVER
 
     if result.exit_code == NO_DRIVER and not report.kernels:
         return EXIT_USAGE  # the child said why
+    if report.run.reason:
+        _error(report.run.reason)
     if not report.kernels:
         hint = " (no GPU driver here? give --target ARCH)" if not args.target else ""
         _error(f"{script} compiled no Triton kernel{hint}; it exited with {result.exit_code}")
         return EXIT_USAGE
     if result.exit_code != 0:
         _error(f"{script} failed (exit {result.exit_code}) after compiling {len(report.kernels)} kernel(s); they are "
-               "reported above" + (" (with --target nothing runs, so a script's own result checks fail)"
-                                   if args.target else ""))
+               "reported above" + (" (under --target outputs are not computed: a check of results fails)"
+                                   if args.target and not report.run.reason else ""))
     return worst(EXIT_PARTIAL if result.exit_code != 0 else EXIT_OK,
                  _status([report], _findings_gate(report, args.fail_on)))
+
+
+def _say_where_the_run_is(result) -> None:
+    run = result.report.run
+    if run.target and run.stand_in:
+        asked = ", ".join(f"{a.question} x{a.count}" for a in run.stand_in[:6])
+        more = f" and {len(run.stand_in) - 6} more" if len(run.stand_in) > 6 else ""
+        print(f"irscope: the stand-in {run.device} ({run.target}) answered {asked}{more}; timings are not measured, "
+              "so an autotuner keeps its first config", file=sys.stderr)
+    if result.kept is not None:
+        print(f"irscope: the run is kept in {result.kept} (report.json, cache/); `irscope runs` lists kept runs",
+              file=sys.stderr)
+    elif result.report.kernels:
+        print("irscope: the artifact paths above were in the run's temporary cache, now removed (--no-keep)",
+              file=sys.stderr)
+
+
+def _cmd_runs(args: argparse.Namespace) -> int:
+    from irscope import kept_runs
+    from irscope.render.runs import runs_table
+
+    if args.action == "list":
+        if args.ids or args.all:
+            _error("`irscope runs` lists; `irscope runs rm ID...` or `irscope runs rm --all` removes")
+            return EXIT_USAGE
+        runs = kept_runs.list_runs()
+        if not runs:
+            print(f"irscope: no kept runs in {kept_runs.runs_dir()}", file=sys.stderr)
+            return EXIT_OK
+        out = _console()
+        out.print(runs_table(runs, kept_runs.runs_dir(), out.width), soft_wrap=True)
+        return EXIT_OK
+    if not args.ids and not args.all:
+        _error("irscope runs rm: give run ids (`irscope runs` lists them) or --all")
+        return EXIT_USAGE
+    ids = [r.id for r in kept_runs.list_runs()] if args.all else args.ids
+    removed, unknown = kept_runs.remove(ids)
+    for run_id in removed:
+        print(f"irscope: removed {run_id}", file=sys.stderr)
+    for run_id in unknown:
+        _error(f"no kept run {run_id} (or more than one starts so)")
+    return EXIT_USAGE if unknown else EXIT_OK
 
 
 def _console():

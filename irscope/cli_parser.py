@@ -44,8 +44,13 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     scan.add_argument("--dump", action="store_true",
                       help="with a script: capture MLIR_ENABLE_DUMP and show which pass introduced each layout "
                            "conversion and LDS buffer (Triton 3.3+)")
-    scan.add_argument("--keep", action="store_true", help="with a script: keep the run's cache (its path is printed)")
-    scan.add_argument("--out", metavar="DIR", help="with a script: put the run's cache and launches in DIR and keep it")
+    keep = scan.add_mutually_exclusive_group()
+    keep.add_argument("--keep", action="store_true", default=None,
+                      help="with a script: keep this run until `irscope runs rm` removes it (runs are kept anyway "
+                           "among the newest $IRSCOPE_KEEP_RUNS, default 10: `irscope runs` lists them)")
+    keep.add_argument("--no-keep", dest="keep", action="store_false",
+                      help="with a script: remove the run's cache when the scan is done")
+    keep.add_argument("--out", metavar="DIR", help="with a script: put the run's cache and launches in DIR and keep it")
     scan.add_argument("--tui", action="store_true", help="open the result in the Textual browser (irscope tui)")
     scan.add_argument("--fail-on", choices=("error", "warning", "info"), metavar="SEVERITY",
                       help="exit 1 when any finding is at SEVERITY (error, warning or info) or above; default: "
@@ -136,6 +141,17 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
         occ.add_argument(f"--{flag}", type=_count, metavar="N", help=what)
     occ.add_argument("--json", action="store_true", help="print the results as JSON")
     occ.set_defaults(func=commands["occupancy"])
+
+    runs = sub.add_parser(
+        "runs", help="list or remove the kept runs of `irscope scan script.py`",
+        description="Script runs are kept where irscope keeps its data ($IRSCOPE_CACHE_DIR, else "
+                    "~/.cache/irscope, in runs/), the newest $IRSCOPE_KEEP_RUNS (default 10) and those "
+                    "pinned with --keep, so that a run's report (RUN/report.json) and its artifacts open later "
+                    "in `irscope tui` and `irscope diff --stage`. With no action: list them.")
+    runs.add_argument("action", nargs="?", choices=("list", "rm"), default="list")
+    runs.add_argument("ids", nargs="*", metavar="ID", help="rm: the runs to remove (an id or a unique prefix)")
+    runs.add_argument("--all", action="store_true", help="rm: remove every kept run")
+    runs.set_defaults(func=commands["runs"])
     return parser
 
 

@@ -40,10 +40,9 @@ RACY_SECONDS = 2
 
 
 def default_index_dir() -> Path:
-    if os.environ.get("IRSCOPE_CACHE_DIR"):
-        return Path(os.environ["IRSCOPE_CACHE_DIR"]) / "index"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "irscope" / "index"
+    from irscope.home import irscope_home
+
+    return irscope_home() / "index"
 
 
 def salt_for(rules: Sequence[type], options: str = "") -> str:

@@ -1,11 +1,13 @@
 """The child process of `irscope scan script.py`: record launches, then run the script.
 
-Run as `python -m irscope.runner_child --launches FILE [--target ARCH] SCRIPT [ARGS...]`
-with TRITON_CACHE_DIR pointing at irscope's temporary cache. With --target it installs the
-stand-in driver (every launch compiles for ARCH and runs nothing); without, the real driver
-runs the kernels and its launcher is wrapped the same way. Each launch is appended to FILE
-as one JSON line the moment it happens, so a script that fails later still leaves them.
-The script runs as `__main__` with its own argv; its output and traceback are its own.
+Run as `python -m irscope.runner_child --launches FILE --outcome FILE [--target ARCH] SCRIPT
+[ARGS...]` with TRITON_CACHE_DIR pointing at irscope's run cache. With --target it installs
+the stand-in device (every launch compiles for ARCH and runs nothing); without, the real
+driver runs the kernels and its launcher is wrapped the same way. Each launch is appended to
+the launches FILE as one JSON line the moment it happens, so a script that fails later still
+leaves them. The script runs as `__main__` with its own argv; its output and traceback are
+its own. The outcome FILE says, as JSON, what the stand-in answered and, when the script
+failed in a way irscope can name (a config Triton rejects, Ctrl-C), that reason in one line.
 """
 
 from __future__ import annotations
@@ -17,30 +19,21 @@ import runpy
 import sys
 import traceback
 
+NO_DRIVER = 4  # the runner turns this into a usage error
+INTERRUPTED = 130
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="irscope.runner_child")
     parser.add_argument("--launches", required=True)
+    parser.add_argument("--outcome", required=True)
     parser.add_argument("--target")
     parser.add_argument("script")
     parser.add_argument("args", nargs=argparse.REMAINDER)
     opts = parser.parse_args()
     script = os.path.realpath(opts.script)
-    sink = open(opts.launches, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives as long as the process
-
-    def on_launcher(metadata, launch):
-        def recording(grid_x, grid_y, grid_z, *rest, **kwargs):
-            line = _script_line(script)
-            sink.write(json.dumps({
-                "hash": getattr(metadata, "hash", None), "name": getattr(metadata, "name", None),
-                "grid": [int(grid_x), int(grid_y), int(grid_z)],
-                "num_warps": getattr(metadata, "num_warps", None), "num_stages": getattr(metadata, "num_stages", None),
-                "shared": getattr(metadata, "shared", None), "compute_units": _compute_units(),
-                "path": script if line else None, "line": line,
-            }) + "\n")
-            return launch(grid_x, grid_y, grid_z, *rest, **kwargs)
-        return recording
-
+    outcome = Outcome(opts.outcome)
+    recorder = LaunchRecorder(opts.launches, script)
     try:
         import triton  # noqa: F401 - the script needs it; fail here with a clear message
     except ImportError:
@@ -50,13 +43,13 @@ def main() -> int:
         from irscope.stand_in_driver import install
 
         try:
-            install(opts.target, on_launcher)
+            outcome.questions = install(opts.target, recorder.on_launcher)
         except RuntimeError as exc:
             print(f"irscope: {exc}", file=sys.stderr)
             return NO_DRIVER
     else:
         try:
-            _wrap_real_driver(on_launcher)
+            _wrap_real_driver(recorder.on_launcher)
         except RuntimeError as exc:  # Triton: "0 active drivers ([]). There should only be one."
             print(f"irscope: no GPU driver is active here ({exc}); give --target ARCH to compile for a target "
                   "without running", file=sys.stderr)
@@ -66,35 +59,122 @@ def main() -> int:
     try:
         runpy.run_path(opts.script, run_name="__main__")
     except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        return outcome.done(exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1))
+    except KeyboardInterrupt:
+        return outcome.done(INTERRUPTED, "interrupted (Ctrl-C)")
     except BaseException as exc:  # noqa: BLE001 - the script's own traceback, as Python prints it
-        tb = exc.__traceback__
-        while tb is not None and os.path.realpath(tb.tb_frame.f_code.co_filename) != script:
-            tb = tb.tb_next  # drop irscope's and runpy's frames: the traceback starts in the script
-        traceback.print_exception(type(exc), exc, tb or exc.__traceback__)
-        return 1
-    return 0
+        reason = rejected_config(exc, recorder.last_compiled, opts.target)
+        if reason is None:
+            tb = exc.__traceback__
+            while tb is not None and os.path.realpath(tb.tb_frame.f_code.co_filename) != script:
+                tb = tb.tb_next  # drop irscope's and runpy's frames: the traceback starts in the script
+            traceback.print_exception(type(exc), exc, tb or exc.__traceback__)
+        return outcome.done(1, reason)
+    return outcome.done(0)
 
 
-NO_DRIVER = 4  # the runner turns this into a usage error
-_UNITS: list[int] = []
+class Outcome:
+    """What the runner reads back: the stand-in's answers, and a failure irscope can name."""
+
+    def __init__(self, path: str):
+        self.path, self.questions = path, {}
+
+    def done(self, code: int, reason: str | None = None) -> int:
+        with open(self.path, "w", encoding="utf-8") as f:
+            json.dump({"questions": dict(self.questions), "reason": reason, "exit_code": code}, f)
+        return code
 
 
-def _compute_units() -> int | None:
-    """CUs/SMs of the device: the stand-in's table entry, or the real device's count."""
-    if not _UNITS:
-        from triton.runtime import driver
+class LaunchRecorder:
+    """Wraps each launcher: one JSON line per launch, and the last kernel compiled (for errors)."""
 
-        active = driver.active
-        units = getattr(active, "compute_units", None)
-        if units is None:
-            try:
-                props = active.utils.get_device_properties(active.get_current_device())
-                units = props.get("multiprocessor_count")
-            except Exception:  # noqa: BLE001 - unknown on this driver: the grid rule stays silent
-                units = None
-        _UNITS.append(units)
-    return _UNITS[0]
+    def __init__(self, path: str, script: str):
+        self.sink = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives as long as the process
+        self.script = script
+        self.last_compiled = None  # (src, metadata) of the newest launcher: the kernel Triton checks next
+        self._units: list[int | None] = []
+
+    def on_launcher(self, src, metadata, launch):
+        self.last_compiled = (src, metadata)
+
+        def recording(grid_x, grid_y, grid_z, *rest, **kwargs):
+            grid = [int(grid_x), int(grid_y), int(grid_z)]
+            line = _script_line(self.script)
+            self.sink.write(json.dumps({
+                "hash": getattr(metadata, "hash", None), "name": getattr(metadata, "name", None), "grid": grid,
+                "num_warps": getattr(metadata, "num_warps", None), "num_stages": getattr(metadata, "num_stages", None),
+                "shared": getattr(metadata, "shared", None), "compute_units": self.compute_units(),
+                "path": self.script if line else None, "line": line, "cpu_shaped": cpu_shaped(grid),
+            }) + "\n")
+            return launch(grid_x, grid_y, grid_z, *rest, **kwargs)
+        return recording
+
+    def compute_units(self) -> int | None:
+        """CUs/SMs of the device: the stand-in's table entry, or the real device's count."""
+        if not self._units:
+            from triton.runtime import driver
+
+            active = driver.active
+            units = getattr(active, "compute_units", None)
+            if units is None:
+                try:
+                    props = active.utils.get_device_properties(active.get_current_device())
+                    units = props.get("multiprocessor_count")
+                except Exception:  # noqa: BLE001 - unknown on this driver: the grid rule stays silent
+                    units = None
+            self._units.append(units)
+        return self._units[0]
+
+
+def cpu_shaped(grid: list[int]) -> str | None:
+    """Why a grid looks sized from this machine's CPU rather than the GPU, or None.
+
+    A library that sizes a persistent grid from "the device" reads, on CPU tensors, the CPU's
+    thread or core count; the stand-in answers the GPU questions, but not those. A grid
+    dimension equal to one of them (above 2, where coincidences are rare) is named."""
+    counts = {"os.cpu_count()": os.cpu_count() or 0}
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        counts["torch.get_num_threads()"] = torch.get_num_threads()
+    for axis, n in zip("xyz", grid):
+        for source, count in counts.items():
+            if n == count and count > 2:
+                return f"grid {axis} = {n} = {source} on this machine"
+    return None
+
+
+def rejected_config(exc: BaseException, last_compiled, target: str | None) -> str | None:
+    """One line for a config Triton refuses to launch or to compile, with the numbers."""
+    kind = type(exc).__name__
+    if kind not in ("OutOfResources", "CompilationError", "CompileTimeAssertionFailure", "PTXASError"):
+        return None
+    src, metadata = last_compiled or (None, None)
+    kernel = getattr(metadata, "name", None) or "a kernel"
+    config = _config(src, metadata)
+    where = f"{kernel} ({config})" if config else kernel
+    if kind == "OutOfResources":
+        unit = {"shared memory": "B of LDS" if (target or "").startswith("gfx") else "B of shared memory",
+                "threads": "threads per workgroup", "tensor memory": "columns of tensor memory"}.get(exc.name, exc.name)
+        device = target or "this GPU"
+        return f"{where} needs {exc.required:,} {unit}, {device} has {exc.limit:,}: Triton refuses to launch it"
+    first = next((line for line in str(exc).splitlines() if line.strip()), kind)
+    return f"{where}: Triton could not compile it: {first.strip()}"
+
+
+def _config(src, metadata) -> str:
+    """`BLOCK_M=128, BLOCK_N=64, num_warps=4, num_stages=2` of a compiled kernel."""
+    parts = []
+    fn = getattr(src, "fn", None)
+    names = list(getattr(fn, "arg_names", ()) or ())
+    constexprs = set(getattr(fn, "constexprs", ()) or ())
+    for key, value in (getattr(src, "constants", None) or {}).items():
+        index = key[0] if isinstance(key, tuple) and len(key) == 1 else key
+        if isinstance(index, int) and index < len(names) and (not constexprs or index in constexprs):
+            parts.append(f"{names[index]}={value}")
+    for option in ("num_warps", "num_stages"):
+        if getattr(metadata, option, None) is not None:
+            parts.append(f"{option}={getattr(metadata, option)}")
+    return ", ".join(parts)
 
 
 def _wrap_real_driver(on_launcher) -> None:
@@ -102,7 +182,7 @@ def _wrap_real_driver(on_launcher) -> None:
 
     active = driver.active
     real = active.launcher_cls
-    active.launcher_cls = lambda src, metadata: on_launcher(metadata, real(src, metadata))
+    active.launcher_cls = lambda src, metadata: on_launcher(src, metadata, real(src, metadata))
 
 
 def _script_line(script: str) -> int | None:

@@ -2,68 +2,72 @@
 
 Installed only inside the child process of `irscope scan script.py --target ARCH`
 (irscope/runner_child.py): it imports triton and torch, which irscope itself never does.
-What Triton's runtime asks of a driver (Triton 3.4-3.9) is in
-../shared/reference/triton_artifacts.md §5: the current target and device, a launcher,
-`load_binary`, device properties, a benchmarker for the autotuner, and the tutorial idiom
-`get_active_torch_device()`, which answers the CPU so a tutorial-style script runs unchanged
-on CPU tensors. Kernels compile exactly as for the real device; nothing executes, so the
-script's outputs are not computed and its own checks may fail (irscope says so).
+It answers the whole driver surface Triton 3.4-3.9 calls (../shared/reference/
+triton_artifacts.md §5): the current target, device and stream, a launcher, `load_binary`,
+device properties, the benchmarker, the device interface, the L2-flush buffer that
+`triton.testing.do_bench` clears, and the tutorial idiom `get_active_torch_device()`.
+`torch.cuda`'s device queries are answered too, and tensors put on "cuda" are made on the
+CPU (irscope/stand_in_torch.py), so a script written for the GPU runs unchanged. Kernels
+compile exactly as for the real device; nothing executes, so outputs are not computed and
+timings are a constant.
 """
 
 from __future__ import annotations
 
-# (backend, warp size, max shared bytes per block the compiler may use, CUs/SMs of the
-# device this target is usually found in: what the grid rule compares a launch with).
-TARGETS = {
-    "gfx942": ("hip", 64, 65536, 304),     # MI300X
-    "gfx950": ("hip", 64, 163840, 256),    # MI355X
-    "gfx90a": ("hip", 64, 65536, 110),     # MI250X, one GCD
-    "gfx1100": ("hip", 32, 65536, 48),     # RX 7900 XTX: 48 WGPs
-    "gfx1200": ("hip", 32, 65536, 32),     # RX 9070: 32 WGPs
-    "gfx1201": ("hip", 32, 65536, 32),
-    "sm_90": ("cuda", 32, 232448, 132),    # H100 SXM
-    "sm_80": ("cuda", 32, 166912, 108),    # A100
-    "sm_89": ("cuda", 32, 101376, 128),    # L40S
-    "sm_100": ("cuda", 32, 232448, 148),   # B200
-    "sm_120": ("cuda", 32, 101376, 170),   # RTX 5090
-}
+from irscope.stand_in_devices import DEVICES
+from irscope.stand_in_torch import STAND_IN_MS, Questions, install_torch
+
+TARGETS = DEVICES  # the --target names
 
 
-def install(arch: str, on_launcher) -> None:
-    """Make `arch` the active Triton target; `on_launcher(metadata)` wraps each launcher."""
+def stand_in_bench(questions: Questions, name: str):
+    """`triton.testing.do_bench` and its kin without a GPU: each call launches (so compiles) the
+    kernel once and says STAND_IN_MS. Every autotune config compiles; the first one "wins"."""
+
+    def bench(fn, *args, quantiles=None, grad_to_none=None, return_mode="mean", **kwargs):
+        questions[name] += 1
+        fn()
+        if quantiles:
+            return [STAND_IN_MS] * len(quantiles) if len(quantiles) > 1 else STAND_IN_MS
+        return [STAND_IN_MS] * 5 if return_mode == "all" else STAND_IN_MS
+
+    return bench
+
+
+def install(arch: str, on_launcher, questions: Questions | None = None) -> Questions:
+    """Make `arch` the active Triton target; `on_launcher(src, metadata, launch)` wraps each launcher.
+    Returns the questions the stand-in answers, counted as the script asks them."""
     import torch
     import triton
+    import triton.testing
     from triton.backends.compiler import GPUTarget
 
     if not hasattr(triton.runtime.driver, "set_active"):
         raise RuntimeError(f"--target needs Triton 3.4 or newer to install a stand-in driver (this is "
                            f"{triton.__version__}); on a GPU, run without --target")
-    backend, warp, max_shared, units = TARGETS[arch]
-    target = GPUTarget(backend, int(arch[3:]) if backend == "cuda" else arch, warp)
-    calls = {"n": 0}
+    device = DEVICES[arch]
+    questions = Questions() if questions is None else questions
+    ask = questions.answer
+    target = GPUTarget(device.backend, int(arch[3:]) if device.backend == "cuda" else arch, device.warp_size)
+    install_torch(device, questions)
+    bench = stand_in_bench(questions, "triton.testing.do_bench")
+    # Autotuners built with warmup=/rep= call triton.testing.do_bench; scripts benchmark with it.
+    triton.testing.do_bench = bench
+    triton.testing.do_bench_cudagraph = stand_in_bench(questions, "triton.testing.do_bench_cudagraph")
 
     class Utils:
-        def load_binary(self, name, kernel, shared, device):
+        def load_binary(self, name, kernel, shared, device_index):
             return (None, object(), 0, 0, 1024)  # module, function, n_regs, n_spills, n_max_threads
 
         def unload_module(self, module):
             pass
 
-        def get_device_properties(self, device):
-            return {"max_shared_mem": max_shared, "multiprocessor_count": units, "warpSize": warp,
-                    "sm_clock_rate": 0, "mem_clock_rate": 0, "mem_bus_width": 0}
-
-    def bench(kernel_call, quantiles=None, **kwargs):
-        # No GPU, no timing: each autotune config is launched (so compiled) once, and the
-        # first config "wins". These are not measurements.
-        kernel_call()
-        calls["n"] += 1
-        t = float(calls["n"])
-        return [t] * len(quantiles) if quantiles else t
+        def get_device_properties(self, device_index):
+            return ask("driver.utils.get_device_properties", device.driver_properties())
 
     class StandInDriver:
         utils = Utils()
-        compute_units = units
+        compute_units = device.compute_units
 
         def is_active(self):
             return True
@@ -74,22 +78,35 @@ def install(arch: str, on_launcher) -> None:
         def get_current_device(self):
             return 0
 
-        def set_current_device(self, device):
+        def set_current_device(self, device_index):
             pass
 
-        def get_current_stream(self, device=None):
+        def get_current_stream(self, device_index=None):
             return 0
 
+        def get_device_capability(self, device_index=None):
+            return ask("driver.get_device_capability", device.capability)
+
         def get_active_torch_device(self):
-            return torch.device("cpu")
+            return torch.device("cuda", 0)  # as the real drivers say; tensors made there stay on the CPU
+
+        def get_device_interface(self):
+            return torch.cuda  # answered by install_torch, as the real drivers return torch.cuda
 
         def get_benchmarker(self):
             return bench
 
+        def get_empty_cache_for_benchmark(self):
+            return torch.empty(1, dtype=torch.int)  # the L2 flush buffer; the real one is 256 MB on the GPU
+
+        def clear_cache(self, cache):
+            cache.zero_()
+
         def launcher_cls(self, src, metadata):
-            return on_launcher(metadata, lambda *args, **kwargs: None)
+            return on_launcher(src, metadata, lambda *args, **kwargs: None)
 
         def map_python_to_cpp_type(self, ty):
             return ty
 
     triton.runtime.driver.set_active(StandInDriver())
+    return questions

@@ -1,0 +1,33 @@
+"""`irscope runs`: the kept script runs, newest first, in a table that fits 80 columns."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Sequence
+
+from rich.text import Text
+
+from irscope.kept_runs import KeptRun
+from irscope.render.safe import printable
+from irscope.render.table import Column, draw_table
+
+COLUMNS = (Column("id", shrink=True, min_width=16), Column("started"), Column("target"), Column("kernels", "right"),
+           Column("exit", "right"), Column("size", "right"), Column("kept"))
+
+
+def runs_table(runs: Sequence[KeptRun], root: Path, width: int | None) -> Text:
+    """One row a run; `width`: the terminal's, the id column is cut to fit (ids are unique by prefix)."""
+    rows = [[printable(r.id), time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started)),
+             printable(r.target or "gpu"), "-" if r.kernels is None else f"{r.kernels:,}",
+             "-" if r.exit_code is None else str(r.exit_code), _size(r.size), "pinned" if r.pinned else "newest"]
+            for r in runs]
+    return draw_table(f"{len(runs)} kept runs in {printable(str(root))}", COLUMNS, rows, width)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"

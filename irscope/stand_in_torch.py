@@ -1,0 +1,236 @@
+"""`torch.cuda` as a library sees it on the target's device, inside `scan script.py --target`.
+
+Libraries ask torch about the GPU at import and at launch: `get_device_properties(x.device)
+.multi_processor_count` to size a persistent grid, `get_device_capability()` to pick a code
+path, `torch.version.hip` to pick AMD launch settings, `torch.cuda.device(i)` around a
+launch. A CPU build of torch cannot answer, so those calls are answered here with the
+target's usual device (irscope/stand_in_devices.py), as a ROCm or CUDA build of torch would,
+whatever device the question names. Every answer is counted in `Questions`, and the report
+lists them.
+
+Tensors a script puts on "cuda" are made on the CPU and say they live on the device
+(`_keep_cuda_tensors_on_the_cpu`): `x.device` is cuda:0 and `x.is_cuda` is True, so a library that tests
+`x.device.type == "cuda"` before asking the device's CU count takes the GPU's path and sizes
+its grid from the target's, not from a default of 1. Nothing pretends to compute: kernels
+launch and return, so the tensors hold whatever the CPU code wrote, never a kernel's result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+
+from irscope.stand_in_devices import StandInDevice
+
+STAND_IN_MS = 1.0  # what a stand-in timing says: a constant, so the first config an autotuner tries wins
+
+
+class Questions(Counter):
+    """What the script asked the stand-in device: `torch.cuda.get_device_properties` -> 3."""
+
+    def answer(self, question: str, value):
+        self[question] += 1
+        return value
+
+
+class StandInStream:
+    cuda_stream = 0  # the raw handle Triton and libraries read
+    device_index = 0
+
+    def synchronize(self):
+        pass
+
+    def wait_stream(self, stream):
+        pass
+
+    def wait_event(self, event):
+        pass
+
+    def record_event(self, event=None):
+        return event or StandInEvent()
+
+    def query(self):
+        return True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class StandInEvent:
+    """An event whose timings are the stand-in's constant: nothing ran, nothing was measured."""
+
+    def __init__(self, enable_timing=False, blocking=False, interprocess=False):
+        pass
+
+    def record(self, stream=None):
+        pass
+
+    def synchronize(self):
+        pass
+
+    def wait(self, stream=None):
+        pass
+
+    def query(self):
+        return True
+
+    def elapsed_time(self, end_event):
+        return STAND_IN_MS
+
+
+class DeviceProperties:
+    """`torch.cuda.get_device_properties`'s answer: the fields ROCm and CUDA builds of torch give."""
+
+    def __init__(self, device: StandInDevice):
+        self.name = device.name
+        self.major, self.minor = device.capability
+        self.total_memory = device.total_memory
+        self.multi_processor_count = device.compute_units
+        self.warp_size = device.warp_size
+        self.max_threads_per_multi_processor = device.max_threads_per_unit
+        self.regs_per_multiprocessor = device.regs_per_unit
+        self.shared_memory_per_block = min(device.max_shared, 49152) if device.backend == "cuda" else device.max_shared
+        self.shared_memory_per_block_optin = device.max_shared
+        self.shared_memory_per_multiprocessor = device.shared_per_unit
+        self.L2_cache_size = device.l2_bytes
+        self.clock_rate = device.sm_clock_khz
+        self.memory_clock_rate = device.mem_clock_khz
+        self.memory_bus_width = device.mem_bus_width
+        self.gcnArchName = device.gcn_arch_name
+        self.is_integrated = 0
+        self.is_multi_gpu_board = 0
+        self.uuid = "00000000-0000-0000-0000-000000000000"
+        self.pci_bus_id = self.pci_device_id = self.pci_domain_id = 0
+
+    def __repr__(self):
+        return (f"_CudaDeviceProperties(name='{self.name}', major={self.major}, minor={self.minor}, "
+                f"gcnArchName='{self.gcnArchName}', total_memory={self.total_memory >> 20}MB, "
+                f"multi_processor_count={self.multi_processor_count}) [irscope stand-in]")
+
+
+# The ROCm and CUDA versions a torch build of each vendor reports in torch.version.
+HIP_VERSION = "6.4.43482-0f2d60242"
+CUDA_VERSION = "12.8"
+
+
+# torch's functions that take a `device=`: what a script allocates with. Each is wrapped so that
+# "cuda" becomes the CPU and the tensor it returns says it is on the device.
+FACTORIES = ("empty", "zeros", "ones", "full", "rand", "randn", "randint", "randperm", "arange", "range", "linspace",
+             "logspace", "eye", "tensor", "as_tensor", "asarray", "empty_strided", "scalar_tensor", "empty_like",
+             "zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "randint_like", "tril_indices",
+             "triu_indices")
+TENSOR_METHODS = ("to", "new_empty", "new_zeros", "new_ones", "new_full", "new_tensor", "new_empty_strided")
+
+
+def _keep_cuda_tensors_on_the_cpu() -> None:
+    """Make "cuda" allocations CPU tensors that say they live on cuda:0 (torch's own functions are
+    wrapped, not a TorchFunctionMode: a mode is off inside the calls it handles, backward() among them)."""
+    import functools
+
+    import torch
+
+    cuda0, cpu = torch.device("cuda", 0), torch.device("cpu")
+
+    def on_gpu(where) -> bool:
+        if isinstance(where, torch.device):
+            return where.type == "cuda"
+        if isinstance(where, str):
+            return where.startswith("cuda")
+        return isinstance(where, int) and not isinstance(where, bool)  # torch reads device=0 as cuda:0
+
+    def to_cpu(args, kwargs, positional: bool):
+        """(args, kwargs, where asked: "gpu", "cpu" or None), every "cuda" device made the CPU.
+        `positional`: Tensor.to(device, ...) names the device as its first argument after self."""
+        asked = None
+        if kwargs.get("device") is not None:
+            asked = "gpu" if on_gpu(kwargs["device"]) else "cpu"
+            kwargs = dict(kwargs, device=cpu) if asked == "gpu" else kwargs
+        if positional and len(args) > 1 and not isinstance(args[1], (torch.dtype, torch.Tensor)) and \
+                args[1] is not None:
+            asked = "gpu" if on_gpu(args[1]) else "cpu"
+            args = (args[0], cpu, *args[2:]) if asked == "gpu" else args
+        return args, kwargs, asked
+
+    class StandInTensor(torch.Tensor):
+        """A CPU tensor that says it lives on the stand-in device; what ops make of it stays one."""
+
+        device = property(lambda self: cuda0)
+        is_cuda = property(lambda self: True)
+        is_cpu = property(lambda self: False)
+
+        def get_device(self):
+            return 0
+
+        def cuda(self, *args, **kwargs):
+            return self
+
+        def cpu(self, *args, **kwargs):
+            return self.as_subclass(torch.Tensor)
+
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            args, kwargs, asked = to_cpu(args, kwargs or {}, func is torch.Tensor.to)
+            out = super().__torch_function__(func, types, args, kwargs)
+            return out.as_subclass(torch.Tensor) if asked == "cpu" and isinstance(out, torch.Tensor) else out
+
+    def wrapped(make, positional=False):
+        @functools.wraps(make)
+        def on_the_device(*args, **kwargs):
+            args, kwargs, asked = to_cpu(args, kwargs, positional)
+            if asked != "gpu":
+                return make(*args, **kwargs)
+            grad = kwargs.pop("requires_grad", False)  # set on the subclass: as_subclass of a leaf is no leaf
+            out = make(*args, **kwargs)
+            if type(out) is torch.Tensor:
+                out = out.detach().as_subclass(StandInTensor).requires_grad_(grad) if grad or not out.requires_grad \
+                    else out.as_subclass(StandInTensor)
+            return out
+        return on_the_device
+
+    for name in FACTORIES:
+        if hasattr(torch, name):
+            setattr(torch, name, wrapped(getattr(torch, name)))
+    for name in TENSOR_METHODS:
+        setattr(torch.Tensor, name, wrapped(getattr(torch.Tensor, name), positional=name == "to"))
+    torch.Tensor.cuda = lambda self, *args, **kwargs: self if isinstance(self, StandInTensor) else \
+        self.as_subclass(StandInTensor)
+
+
+def install_torch(device: StandInDevice, questions: Questions) -> None:
+    """Answer `torch.cuda`'s device queries and set `torch.version` as a build for this vendor would."""
+    import torch
+
+    props = DeviceProperties(device)
+    ask = questions.answer
+
+    def answered(name, value):
+        return lambda *args, **kwargs: ask(f"torch.cuda.{name}", value)
+
+    class device_ctx(contextlib.nullcontext):  # torch.cuda.device(i) / device_of(t): one device, nothing to switch
+        def __init__(self, which=None):
+            ask("torch.cuda.device", None)
+            super().__init__()
+
+    cuda = torch.cuda
+    for name, value in {
+        "is_available": True, "device_count": 1, "current_device": 0, "get_device_properties": props,
+        "get_device_capability": device.capability, "get_device_name": device.name,
+        "get_arch_list": [device.arch],
+        "is_bf16_supported": True, "mem_get_info": (device.total_memory, device.total_memory),
+        "memory_allocated": 0, "max_memory_allocated": 0, "memory_reserved": 0, "max_memory_reserved": 0,
+    }.items():
+        setattr(cuda, name, answered(name, value))
+    for name in ("set_device", "synchronize", "empty_cache", "reset_peak_memory_stats", "reset_max_memory_allocated",
+                 "init", "ipc_collect"):
+        setattr(cuda, name, answered(name, None))
+    cuda.current_stream = cuda.default_stream = lambda *a, **k: ask("torch.cuda.current_stream", StandInStream())
+    cuda.Stream, cuda.Event = StandInStream, StandInEvent
+    cuda.stream = lambda stream=None: contextlib.nullcontext(stream)
+    cuda.device = cuda.device_of = device_ctx
+    # `torch.version.hip is not None` is how libraries tell a ROCm build (AMD launch settings).
+    torch.version.hip = HIP_VERSION if device.backend == "hip" else None
+    torch.version.cuda = CUDA_VERSION if device.backend == "cuda" else None
+    _keep_cuda_tensors_on_the_cpu()
