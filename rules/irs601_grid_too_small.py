@@ -24,8 +24,8 @@ class GridTooSmall(Rule):
     CUs (SMs) times the workgroups per CU that the kernel's occupancy allows. Fewer
     workgroups than that leave CUs idle for the whole launch (warning). On AMD it also
     reports grids under the 1024 workgroups ROCm's guide asks for on MI300X (info). It
-    needs the launch, which irscope does not record yet: until it does, the rule never
-    runs.
+    needs the launch, which `irscope scan script.py` records; a kernel read from a cache
+    has none, and the rule does not run.
 
     ## Why is this bad?
     Each workgroup runs on one CU. MI300X has 304 CUs: a 128x128-tile GEMM of 1024x1024
@@ -39,6 +39,9 @@ class GridTooSmall(Rule):
     `matmul_kernel` with 128x128 tiles at 2 workgroups per CU (fixture
     `gemm_aligned`, `shared` 32768) holds 304 x 2 = 608 workgroups at once on MI300X; an
     M = N = 2048 launch has 16 x 16 = 256.
+
+    Under `--target`, a library that sizes its grid from this machine (its CPU count)
+    rather than from the device gets an info finding that says so, not a warning.
 
     ## How to fix it in the kernel
     Make more, smaller workgroups: smaller `BLOCK_M`/`BLOCK_N`, split-K (`SPLIT_K` with an
@@ -74,6 +77,16 @@ class GridTooSmall(Rule):
         evidence = {"workgroups": groups, "resident": resident, "compute_units": launch.compute_units,
                     "launches": launch.count}
         grid = "x".join(map(str, launch.grid))
+        if launch.cpu_shaped:  # sized from this machine, not the target: say so, and claim nothing louder than info
+            if groups < resident:
+                return self.finding(
+                    ctx, **where, evidence=evidence, severity="info",
+                    message=f"grid {grid} = {groups} workgroups, under the {resident} the device holds at once, but "
+                            f"it looks sized from this CPU, not the target ({launch.cpu_shaped}): on the GPU the "
+                            "launch may differ",
+                    fix="run on the target GPU to see the real grid, or size the grid from "
+                        "torch.cuda.get_device_properties(...).multi_processor_count, which --target answers")
+            return None
         if groups < resident:
             units = launch.compute_units
             idle = (f"{units - groups} {unit}s get none" if groups < units

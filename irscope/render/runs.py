@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Sequence
 
@@ -12,14 +11,14 @@ from irscope.kept_runs import KeptRun
 from irscope.render.safe import printable
 from irscope.render.table import Column, draw_table
 
-COLUMNS = (Column("id", shrink=True, min_width=16), Column("started"), Column("target"), Column("kernels", "right"),
-           Column("exit", "right"), Column("size", "right"), Column("kept"))
+# The id says when, which script and which target: 20261124-131957-liger_kernel_ops-gfx942-d967.
+COLUMNS = (Column("id", shrink=True, min_width=24), Column("kernels", "right"), Column("exit", "right"),
+           Column("size", "right"), Column("kept"))
 
 
 def runs_table(runs: Sequence[KeptRun], root: Path, width: int | None) -> Text:
     """One row a run; `width`: the terminal's, the id column is cut to fit (ids are unique by prefix)."""
-    rows = [[printable(r.id), time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started)),
-             printable(r.target or "gpu"), "-" if r.kernels is None else f"{r.kernels:,}",
+    rows = [[printable(r.id), "-" if r.kernels is None else f"{r.kernels:,}",
              "-" if r.exit_code is None else str(r.exit_code), _size(r.size), "pinned" if r.pinned else "newest"]
             for r in runs]
     return draw_table(f"{len(runs)} kept runs in {printable(str(root))}", COLUMNS, rows, width)
