@@ -6,7 +6,8 @@ to pick a code path, shared memory to prune autotune configs). They get the answ
 device of that arch gives, so the launches and the compiled configs are the target's. The
 numbers are those that `torch.cuda.get_device_properties` and Triton's drivers report on
 that device (ROCm reports the capability as gfx9.4.2 -> (9, 4); CUDA's totals are after the
-driver's own reserve). No torch or triton is imported here: `irscope --help` lists the keys.
+driver's own reserve). sm_90's were read on an H100 SXM by tools/device_properties.py
+(tests/data/device_properties_h100.json, which a test compares with them). No torch or triton is imported here: `irscope --help` lists the keys.
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ class StandInDevice:
 
     @property
     def gcn_arch_name(self) -> str:
-        """ROCm's `gcnArchName`: the arch with its target features; NVIDIA leaves it empty."""
-        return f"{self.arch}:sramecc+:xnack-" if self.arch in ("gfx942", "gfx950", "gfx90a") else \
-            (self.arch if self.backend == "hip" else "")
+        """ROCm's `gcnArchName`: the arch with its target features; CUDA builds of torch give the name."""
+        if self.backend == "cuda":
+            return self.name
+        return f"{self.arch}:sramecc+:xnack-" if self.arch in ("gfx942", "gfx950", "gfx90a") else self.arch
 
     def driver_properties(self) -> dict:
         """What Triton's `driver.active.utils.get_device_properties(i)` returns on this device."""
@@ -72,7 +74,7 @@ DEVICES: dict[str, StandInDevice] = {d.arch: d for d in (
     _amd("gfx1200", "AMD Radeon RX 9060 XT", 32, 65536, 16 * GiB, (12, 0), 3130000, 1250000, 128, 4 << 20, 32),
     _amd("gfx1201", "AMD Radeon RX 9070 XT", 32, 65536, 16 * GiB, (12, 0), 2970000, 1250000, 256, 8 << 20, 32),
     # NVIDIA: max_shared is the opt-in maximum per block (what Triton's driver reports).
-    _nvidia("sm_90", "NVIDIA H100 80GB HBM3", 132, 232448, 85_045_231_616, 1980000, 2619000, 5120, 50 << 20, 233472),
+    _nvidia("sm_90", "NVIDIA H100 80GB HBM3", 132, 232448, 85_017_493_504, 1980000, 2619000, 5120, 50 << 20, 233472),
     _nvidia("sm_80", "NVIDIA A100-SXM4-80GB", 108, 166912, 85_031_714_816, 1410000, 1593000, 5120, 40 << 20, 167936),
     _nvidia("sm_89", "NVIDIA GeForce RTX 4090", 128, 101376, 25_386_352_640, 2520000, 10501000, 384, 72 << 20,
             102400, 1536),

@@ -226,10 +226,37 @@ def install_torch(device: StandInDevice, questions: Questions) -> None:
     for name in ("set_device", "synchronize", "empty_cache", "reset_peak_memory_stats", "reset_max_memory_allocated",
                  "init", "ipc_collect"):
         setattr(cuda, name, answered(name, None))
+    # The generator's state, which torch.compile saves and restores around tracing and fork_rng/checkpoint
+    # around a region: a CPU uint8 tensor, 16 bytes of Philox seed and offset on CUDA and ROCm builds alike.
+    rng = {"state": torch.zeros(16, dtype=torch.uint8)}
+
+    def set_rng_state(new_state, device="cuda"):
+        rng["state"] = ask("torch.cuda.set_rng_state", new_state.clone())
+
+    cuda.get_rng_state = lambda device="cuda": ask("torch.cuda.get_rng_state", rng["state"].clone())
+    cuda.set_rng_state = set_rng_state
+    cuda.get_rng_state_all = lambda: [cuda.get_rng_state()]
+    cuda.set_rng_state_all = lambda new_states: set_rng_state(new_states[0])
+    # torch.cuda._DeviceGuard(i), which torch.compile's generated code enters: one device, so the one before is 0.
+    cuda._exchange_device = lambda index: -1 if index < 0 else 0
+    cuda._maybe_exchange_device = lambda index: -1 if index < 0 else 0  # its own function: dynamo keys on each
     cuda.current_stream = cuda.default_stream = lambda *a, **k: ask("torch.cuda.current_stream", StandInStream())
     cuda.Stream, cuda.Event = StandInStream, StandInEvent
     cuda.stream = lambda stream=None: contextlib.nullcontext(stream)
     cuda.device = cuda.device_of = device_ctx
+    # The raw handle of the current stream, which libraries read from torch's C API: the default stream's, 0.
+    torch._C._cuda_getCurrentRawStream = lambda device_index=0: ask("torch._C._cuda_getCurrentRawStream", 0)
+    # torch.accelerator, which libraries ask which device type to use: "cuda" on CUDA and ROCm builds alike.
+    accelerator = torch.accelerator
+    accelerator.current_accelerator = lambda check_available=False: ask("torch.accelerator.current_accelerator",
+                                                                        torch.device("cuda"))
+    accelerator.is_available = lambda: ask("torch.accelerator.is_available", True)
+    accelerator.device_count = lambda: ask("torch.accelerator.device_count", 1)
+    accelerator.current_device_index = accelerator.current_device_idx = lambda: 0
+    accelerator.set_device_index = accelerator.set_device_idx = accelerator.synchronize = lambda *a, **k: None
+    # The default stream of cuda:0 (device_type 1 is CUDA, ROCm's too), which torch.compile's tracing asks for.
+    accelerator.current_stream = lambda device=None: ask("torch.accelerator.current_stream",
+                                                         torch.Stream(stream_id=0, device_index=0, device_type=1))
     # `torch.version.hip is not None` is how libraries tell a ROCm build (AMD launch settings).
     torch.version.hip = HIP_VERSION if device.backend == "hip" else None
     torch.version.cuda = CUDA_VERSION if device.backend == "cuda" else None

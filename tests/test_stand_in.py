@@ -54,7 +54,7 @@ def test_the_device_answers_as_the_target(home, target):
     assert got["capability"] == ([9, 4] if amd else [9, 0])
     assert got["multi_processor_count"] == got["driver_properties"]["multiprocessor_count"] == (304 if amd else 132)
     assert got["warp_size"] == got["driver_properties"]["warpSize"] == (64 if amd else 32)
-    assert got["gcnArchName"] == ("gfx942:sramecc+:xnack-" if amd else "")
+    assert got["gcnArchName"] == ("gfx942:sramecc+:xnack-" if amd else "NVIDIA H100 80GB HBM3")
     assert got["driver_properties"]["max_shared_mem"] == (65536 if amd else 232448)
     # torch.version.hip is how a library tells a ROCm build of torch
     assert (got["version_hip"] is not None, got["version_cuda"] is not None) == (amd, not amd)
@@ -167,3 +167,15 @@ def test_a_hostile_run_directory_is_listed_not_trusted(home):
     assert all(r.kernels is None and not r.pinned and r.script == "?" for r in runs)
     assert kept_runs.remove(["20260101-000002-link"]) == ([], ["20260101-000002-link"])
     assert (root / "not-a-run").is_dir()
+
+
+def test_sm_90_answers_what_an_h100_reported():
+    """tools/device_properties.py read torch's and Triton's answers on an H100 SXM (the device tool):
+    the stand-in for sm_90 gives every one of them."""
+    sys.path.insert(0, str(REPO / "tools"))
+    from device_properties import differences
+
+    measured = json.loads((REPO / "tests" / "data" / "device_properties_h100.json").read_text())
+    assert measured["torch"]["name"] == "NVIDIA H100 80GB HBM3" and measured["triton_version"] == "3.6.0"
+    assert differences("sm_90", measured) == []
+    assert differences("sm_80", measured)  # the comparison can fail: another device differs
