@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import runpy
 import sys
 import traceback
@@ -148,17 +149,24 @@ def rejected_config(exc: BaseException, last_compiled, target: str | None) -> st
     kind = type(exc).__name__
     if kind not in ("OutOfResources", "CompilationError", "CompileTimeAssertionFailure", "PTXASError"):
         return None
-    src, metadata = last_compiled or (None, None)
-    kernel = getattr(metadata, "name", None) or "a kernel"
-    config = _config(src, metadata)
-    where = f"{kernel} ({config})" if config else kernel
+    if kind == "OutOfResources":
+        src, metadata = last_compiled or (None, None)  # the launcher was made just before the check failed
+        name, config = getattr(metadata, "name", None), _config(src, metadata)
+    else:
+        name, config = _launch_in_traceback(exc)
+        source = getattr(exc, "src", None)
+        if name is None and isinstance(source, str):
+            match = re.search(r"def\s+(\w+)\s*\(", source)
+            name = match.group(1) if match else None
+    where = f"{name or 'a kernel'} ({config})" if config else (name or "a kernel")
     if kind == "OutOfResources":
         unit = {"shared memory": "B of LDS" if (target or "").startswith("gfx") else "B of shared memory",
                 "threads": "threads per workgroup", "tensor memory": "columns of tensor memory"}.get(exc.name, exc.name)
-        device = target or "this GPU"
-        return f"{where} needs {exc.required:,} {unit}, {device} has {exc.limit:,}: Triton refuses to launch it"
-    first = next((line for line in str(exc).splitlines() if line.strip()), kind)
-    return f"{where}: Triton could not compile it: {first.strip()}"
+        return f"{where} needs {exc.required:,} {unit}, {target or 'this GPU'} has {exc.limit:,}: Triton refuses " \
+               "to launch it"
+    message = getattr(exc, "error_message", None) or next(
+        (line for line in reversed(str(exc).splitlines()) if line.strip()), kind)
+    return f"{where}: Triton could not compile it: {' '.join(str(message).split())}"
 
 
 def _config(src, metadata) -> str:
@@ -175,6 +183,25 @@ def _config(src, metadata) -> str:
         if getattr(metadata, option, None) is not None:
             parts.append(f"{option}={getattr(metadata, option)}")
     return ", ".join(parts)
+
+
+def _launch_in_traceback(exc: BaseException) -> tuple[str | None, str]:
+    """(kernel name, its constexprs and options) from the launch that failed to compile: the frame of
+    Triton's `JITFunction.run(self, *args, grid, warmup, **kwargs)`, the same in Triton 3.0-3.9."""
+    tb, found = exc.__traceback__, None
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code.co_name == "run" and hasattr(frame.f_locals.get("self"), "arg_names"):
+            found = frame.f_locals
+        tb = tb.tb_next
+    if found is None:
+        return None, ""
+    fn, args, kwargs = found["self"], found.get("args") or (), found.get("kwargs") or {}
+    names = list(fn.arg_names)
+    values = dict(zip(names, args), **{k: v for k, v in kwargs.items() if k in names})
+    parts = [f"{names[i]}={values[names[i]]}" for i in getattr(fn, "constexprs", ()) if names[i] in values]
+    parts += [f"{k}={kwargs[k]}" for k in ("num_warps", "num_stages") if k in kwargs]
+    return getattr(fn, "__name__", None), ", ".join(parts)
 
 
 def _wrap_real_driver(on_launcher) -> None:

@@ -117,6 +117,13 @@ def test_a_config_triton_refuses_is_named_in_one_line(home, capfd):
     assert "Traceback" not in err and "result checks" not in err and "outputs are not computed" not in err
 
 
+def test_a_compile_error_is_named_in_one_line(home, capfd):
+    assert main(["scan", str(SCRIPTS / "fails_to_compile.py"), "--target", "sm_90", "--no-keep"]) == 2
+    err = capfd.readouterr().err
+    assert "irscope: tiled_copy (BLOCK=4096): Triton could not compile it: BLOCK must be at most 1024\n" in err
+    assert "Traceback" not in err and "compiled no Triton kernel" in err
+
+
 def test_a_grid_sized_from_the_cpu_says_so(home):
     result = run_script(str(SCRIPTS / "cpu_sized_grid.py"), (), "gfx942", keep=False)
     (kr,) = result.report.kernels
