@@ -154,6 +154,19 @@ def _keep_cuda_tensors_on_the_cpu() -> None:
             args = (args[0], cpu, *args[2:]) if asked == "gpu" else args
         return args, kwargs, asked
 
+    def cuda_only_op(func, args, kwargs):
+        """The overload `func` calls when it is a `torch.ops` operator registered for CUDA and not for the
+        CPU (`torch.library.impl(lib, name, "CUDA")`): the stand-in's tensors would dispatch to the CPU."""
+        if isinstance(func, torch._ops.OpOverloadPacket) and not func._qualified_op_name.startswith("aten::"):
+            try:
+                func = getattr(func, torch._C._jit_resolve_packet(func._qualified_op_name, *args, **kwargs))
+            except RuntimeError:
+                return None
+        if not isinstance(func, torch._ops.OpOverload) or func.namespace == "aten":
+            return None
+        has = torch._C._dispatch_has_kernel_for_dispatch_key
+        return func if has(func.name(), "CUDA") and not has(func.name(), "CPU") else None
+
     class StandInTensor(torch.Tensor):
         """A CPU tensor that says it lives on the stand-in device; what ops make of it stays one."""
 
@@ -173,6 +186,11 @@ def _keep_cuda_tensors_on_the_cpu() -> None:
         @classmethod
         def __torch_function__(cls, func, types, args=(), kwargs=None):
             args, kwargs, asked = to_cpu(args, kwargs or {}, func is torch.Tensor.to)
+            op = cuda_only_op(func, args, kwargs)
+            if op is not None:  # a library's op with a CUDA kernel alone: a GPU build of torch dispatches to it
+                with torch._C.DisableTorchFunctionSubclass():
+                    out = op.redispatch(torch._C.DispatchKeySet(torch._C.DispatchKey.CUDA), *args, **kwargs)
+                return torch._tensor._convert(out, cls)
             out = super().__torch_function__(func, types, args, kwargs)
             return out.as_subclass(torch.Tensor) if asked == "cpu" and isinstance(out, torch.Tensor) else out
 
@@ -197,6 +215,10 @@ def _keep_cuda_tensors_on_the_cpu() -> None:
         setattr(torch.Tensor, name, wrapped(getattr(torch.Tensor, name), positional=name == "to"))
     torch.Tensor.cuda = lambda self, *args, **kwargs: self if isinstance(self, StandInTensor) else \
         self.as_subclass(StandInTensor)
+    # The first call of a torch.compile'd function runs its graph under a debug mode that checks custom ops
+    # for aliasing and declines every tensor type it does not know, StandInTensor too: the call would fail.
+    import torch._functorch.config
+    torch._functorch.config.check_custom_op_aliasing = False
 
 
 def install_torch(device: StandInDevice, questions: Questions) -> None:
