@@ -7,7 +7,8 @@ device of that arch gives, so the launches and the compiled configs are the targ
 numbers are those that `torch.cuda.get_device_properties` and Triton's drivers report on
 that device (ROCm reports the capability as gfx9.4.2 -> (9, 4); CUDA's totals are after the
 driver's own reserve). sm_90's were read on an H100 SXM by tools/device_properties.py
-(tests/data/device_properties_h100.json, which a test compares with them). No torch or triton is imported here: `irscope --help` lists the keys.
+(tests/data/device_properties_h100.json, which a test compares with them). No torch or
+triton is imported here: the command line lists the keys.
 """
 
 from __future__ import annotations

@@ -218,7 +218,9 @@ def _keep_cuda_tensors_on_the_cpu() -> None:
     # The first call of a torch.compile'd function runs its graph under a debug mode that checks custom ops
     # for aliasing and declines every tensor type it does not know, StandInTensor too: the call would fail.
     import torch._functorch.config
-    torch._functorch.config.check_custom_op_aliasing = False
+
+    if hasattr(torch._functorch.config, "check_custom_op_aliasing"):
+        torch._functorch.config.check_custom_op_aliasing = False
 
 
 def install_torch(device: StandInDevice, questions: Questions) -> None:
@@ -269,7 +271,17 @@ def install_torch(device: StandInDevice, questions: Questions) -> None:
     # The raw handle of the current stream, which libraries read from torch's C API: the default stream's, 0.
     torch._C._cuda_getCurrentRawStream = lambda device_index=0: ask("torch._C._cuda_getCurrentRawStream", 0)
     # torch.accelerator, which libraries ask which device type to use: "cuda" on CUDA and ROCm builds alike.
-    accelerator = torch.accelerator
+    accelerator = getattr(torch, "accelerator", None)  # torch 2.6+
+    if accelerator is not None:
+        _answer_accelerator(torch, accelerator, ask)
+    # `torch.version.hip is not None` is how libraries tell a ROCm build (AMD launch settings).
+    torch.version.hip = HIP_VERSION if device.backend == "hip" else None
+    torch.version.cuda = CUDA_VERSION if device.backend == "cuda" else None
+    _keep_cuda_tensors_on_the_cpu()
+
+
+def _answer_accelerator(torch, accelerator, ask) -> None:
+    """torch.accelerator, which libraries ask which device type to use: "cuda" on CUDA and ROCm builds alike."""
     accelerator.current_accelerator = lambda check_available=False: ask("torch.accelerator.current_accelerator",
                                                                         torch.device("cuda"))
     accelerator.is_available = lambda: ask("torch.accelerator.is_available", True)
@@ -279,7 +291,3 @@ def install_torch(device: StandInDevice, questions: Questions) -> None:
     # The default stream of cuda:0 (device_type 1 is CUDA, ROCm's too), which torch.compile's tracing asks for.
     accelerator.current_stream = lambda device=None: ask("torch.accelerator.current_stream",
                                                          torch.Stream(stream_id=0, device_index=0, device_type=1))
-    # `torch.version.hip is not None` is how libraries tell a ROCm build (AMD launch settings).
-    torch.version.hip = HIP_VERSION if device.backend == "hip" else None
-    torch.version.cuda = CUDA_VERSION if device.backend == "cuda" else None
-    _keep_cuda_tensors_on_the_cpu()

@@ -80,16 +80,19 @@ def test_json_report_matches_its_schema(corpus_report):
 
 def test_a_script_run_report_matches_its_schema(corpus_report):
     """run, launches and passes are empty in a cache scan: fill them from a real MLIR dump."""
-    from irscope.launches import Launch, ScriptRun
+    from irscope.launches import Launch, ScriptRun, StandInAnswer
     from irscope.parsers.mlir_dump import parse_mlir_dump
     from irscope.pass_timeline import timelines
 
     path = FIXTURES / "dumps" / "mlir-dump_triton-3.9_gfx942_gemm_aligned.txt.gz"
     (timeline,) = timelines(parse_mlir_dump(gzip.decompress(path.read_bytes()).decode(), str(path)))
     kr = dataclasses.replace(corpus_report.kernels[0], passes=timeline,
-                             launches=(Launch((8, 4, 1), 4, 2, 32768, 304, "gemm.py", 70, 3),))
-    report = dataclasses.replace(corpus_report, kernels=(kr,),
-                                 run=ScriptRun("gemm.py", ("--size", "512"), "gfx942", 0, 3))
+                             launches=(Launch((8, 4, 1), 4, 2, 32768, 304, "gemm.py", 70, count=3),
+                                       Launch((7, 1, 1), 4, 2, 32768, 304, "gemm.py", 71,
+                                              "grid x = 7 = os.cpu_count() on this machine")))
+    report = dataclasses.replace(corpus_report, kernels=(kr,), run=ScriptRun(
+        "gemm.py", ("--size", "512"), "gfx942", 0, 4, "AMD Instinct MI300X",
+        (StandInAnswer("torch.cuda.get_device_properties", 2),), None, "/tmp/runs/1"))
     data = json.loads(report.to_json())
     assert data["kernels"][0]["passes"]["origins"] and data["run"]["argv"] == ["--size", "512"]
     jsonschema.Draft202012Validator(_strict(_report_schema())).validate(data)

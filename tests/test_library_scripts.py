@@ -121,16 +121,19 @@ def test_an_autotuner_benchmarks_with_do_bench(root):
         assert len(configs) >= 2
 
 
-def test_a_library_that_asks_the_device_at_import(tmp_path):
+def test_libraries_that_ask_the_device_at_import(tmp_path):
     """fla asks about the device when it is imported (fla/utils/hardware.py): on NVIDIA its name and
-    capability (Hopper and Blackwell paths), on both the devices' shared memory (tile choices)."""
-    script = tmp_path / "import_fla.py"
-    script.write_text("import fla.ops  # noqa: F401\n")
+    capability (Hopper and Blackwell paths), on both the devices' shared memory (tile choices).
+    gemlite reads `torch.cuda.get_device_properties(0)` at import: the SM count, and the name that
+    picks its tuned-config file (gemlite/quant_utils.py, core.py)."""
+    script = tmp_path / "imports.py"
+    script.write_text("import fla.ops  # noqa: F401\nimport gemlite  # noqa: F401\n")
     for target in TARGETS:
         run = run_script(str(script), (), target, keep=False).report.run
         asked = {a.question: a.count for a in run.stand_in}
         assert run.exit_code == 0 and asked["torch.cuda.device_count"] >= 1
         assert asked["driver.utils.get_device_properties"] >= 1  # check_shared_mem: max_shared_mem
+        assert asked["torch.cuda.get_device_properties"] >= 2
         if target == "sm_90":
             assert asked["torch.cuda.get_device_capability"] >= 1 and asked["torch.cuda.get_device_name"] >= 1
 

@@ -116,8 +116,9 @@ def test_the_tui_leaves_the_cache_untouched(trees):
 
 
 def test_a_script_run_removes_only_the_cache_it_made(manifest, tmp_path, monkeypatch, capfd):
-    """`irscope scan kernel.py` runs the script with a Triton cache of its own under the temporary
-    directory, and removes that directory, and nothing else, after. One small kernel, for speed."""
+    """`irscope scan kernel.py --no-keep` runs the script with a Triton cache of its own under the
+    temporary directory, and removes that directory, and nothing else, after. One small kernel, for speed.
+    (Without --no-keep the run is kept in irscope's own directory: tests/test_stand_in.py.)"""
     pytest.importorskip("triton")
     pytest.importorskip("torch")
     scripts = tmp_path / "scripts"
@@ -132,7 +133,7 @@ def test_a_script_run_removes_only_the_cache_it_made(manifest, tmp_path, monkeyp
     monkeypatch.setenv("TRITON_CACHE_DIR", str(user_cache))
     before = {"scripts": tree_digest(scripts), "user cache": tree_digest(user_cache)}
     temp_before = tree_digest(temp)
-    assert main(["scan", str(script), "--target", "gfx942", "--no-cache"]) == 0
+    assert main(["scan", str(script), "--target", "gfx942", "--no-cache", "--no-keep"]) == 0
     out = capfd.readouterr()
     assert "add_kernel" in out.out and "now removed" in out.err
     assert {"scripts": tree_digest(scripts), "user cache": tree_digest(user_cache)} == before
