@@ -456,10 +456,15 @@ def _run_script(args: argparse.Namespace, script: str) -> int:
     if args.target and args.target not in DEVICES:
         _error(f"--target {args.target}: not one of {', '.join(DEVICES)}")
         return EXIT_USAGE
-    # --tui reads the run's artifacts (and its dump) while it is open: a --no-keep run goes after.
+    from irscope import kept_runs
+
+    # --tui reads the run's artifacts (and its dump) while it is open: a run that would not be kept
+    # (--no-keep, IRSCOPE_KEEP_RUNS=0) is kept until the browser closes.
+    only_for_tui = args.tui and not args.out and args.keep is not True and (
+        args.keep is False or kept_runs.keep_count() == 0)
     try:
-        result = run_script(script, tuple(args.script_args), args.target, None if args.tui else args.keep, args.out,
-                            args.sass, _selection(args), dump=args.dump)
+        result = run_script(script, tuple(args.script_args), args.target, True if only_for_tui else args.keep,
+                            args.out, args.sass, _selection(args), dump=args.dump)
     except RuleConfigError as exc:
         _error(str(exc))
         return EXIT_USAGE
@@ -471,9 +476,7 @@ def _run_script(args: argparse.Namespace, script: str) -> int:
         try:
             return _run_tui(report, None, ())
         finally:
-            if args.keep is False and result.kept is not None:
-                from irscope import kept_runs
-
+            if only_for_tui:
                 kept_runs.remove([result.kept.name])
     from irscope.exports import write_scan
 

@@ -186,3 +186,21 @@ def test_sm_90_answers_what_an_h100_reported():
     assert measured["torch"]["name"] == "NVIDIA H100 80GB HBM3" and measured["triton_version"] == "3.6.0"
     assert differences("sm_90", measured) == []
     assert differences("sm_80", measured)  # the comparison can fail: another device differs
+
+
+@pytest.mark.parametrize("keep_flag,kept_after", [("--no-keep", False), (None, True)])
+def test_tui_opens_a_run_whose_artifacts_are_there(home, monkeypatch, keep_flag, kept_after):
+    """`scan SCRIPT --tui` opens the browser while the run's files exist; --no-keep removes them after."""
+    import irscope.cli
+
+    seen = {}
+
+    def browser(report, diff, sources):
+        seen["artifacts"] = [Path(a.path).is_file() for k in report.kernels for a in k.kernel.artifacts]
+        return 0
+
+    monkeypatch.setattr(irscope.cli, "_run_tui", browser)
+    argv = ["scan", str(REPO / "examples" / "vector_add.py"), "--target", "gfx942", "--tui"]
+    assert main(argv + ([keep_flag] if keep_flag else [])) == 0
+    assert seen["artifacts"] and all(seen["artifacts"])
+    assert bool(kept_runs.list_runs()) == kept_after
