@@ -22,11 +22,21 @@ MAX_VECTOR_BYTES = 16
 MATRIX_LAYOUTS = ("AmdMfma", "AmdWmma", "NvidiaMma", "DotOperand")
 
 
+# The TTGIR ops that load or store a tensor through registers, and where each holds the tensor:
+# a load's result; a tt.store's second operand (`tt.store %ptr, %value`), an AMD buffer store's
+# first (`amdg.buffer_store %value, %base[%offsets]`). Triton 3.5+ lowers most gfx942 loads and
+# stores to the buffer forms (buffer_load_dword*, buffer_store_* in the ISA). Copies to LDS
+# (ttg.async_copy_global_to_local, amdg.buffer_load_to_local) and TMA descriptors move no
+# per-thread register vector and are not width-checked here.
+LOADS = frozenset({"tt.load", "amdg.buffer_load"})  # (amdgpu.* before 3.3: names are canonical)
+STORES = {"tt.store": 1, "amdg.buffer_store": 0}
+
+
 @dataclass(frozen=True)
 class IrAccess:
-    """One tt.load / tt.store of a tensor, as the TTGIR has it."""
+    """One tensor load or store (tt.load/tt.store, amdg.buffer_load/buffer_store), as the TTGIR has it."""
 
-    op: str  # "tt.load" or "tt.store"
+    op: str  # the TTGIR op: "tt.load", "amdg.buffer_store", ...
     line: int  # in the .ttgir
     python_line: int | None
     loop_depth: int
@@ -34,6 +44,10 @@ class IrAccess:
     contiguous_elements: int  # per thread, along the layout's most contiguous dimension
     elements_per_thread: int
     matrix_layout: bool  # an MFMA/WMMA/MMA accumulator or dot operand: its own fixed shape
+
+    @property
+    def direction(self) -> str:
+        return "load" if self.op in LOADS else "store"
 
     @property
     def layout_bytes(self) -> int:
@@ -46,8 +60,10 @@ def ir_accesses(module: MlirModule, user_file: str | None = None) -> list[IrAcce
 
     user_file = user_file or kernel_file(module)
     out = []
-    for op in module.ops_named("tt.load", "tt.store"):
-        vid = (op.results or (None,))[0] if op.canonical_name == "tt.load" else (op.operands[1:2] or (None,))[0]
+    for op in module.ops_named(*LOADS, *STORES):
+        name = op.canonical_name
+        held = (op.results[:1] if name in LOADS else op.operands[STORES[name]:STORES[name] + 1]) or (None,)
+        vid = held[0]
         ty = module.values[vid].type if vid is not None else None
         if not isinstance(ty, TensorType) or ty.encoding is None:
             continue  # scalar accesses and tensor descriptors (TMA) have no per-thread vector
@@ -63,9 +79,10 @@ def ir_accesses(module: MlirModule, user_file: str | None = None) -> list[IrAcce
 
 
 def by_python_line(accesses: list[IrAccess]) -> dict[tuple[str, int | None], list[IrAccess]]:
+    """("load" or "store", Python line) -> the accesses of that line."""
     grouped: dict[tuple[str, int | None], list[IrAccess]] = defaultdict(list)
     for a in accesses:
-        grouped[(a.op, a.python_line)].append(a)
+        grouped[(a.direction, a.python_line)].append(a)
     return grouped
 
 
@@ -122,7 +139,7 @@ class NarrowAccess:
 def narrow_accesses(program, fn, graph, ir: list[IrAccess], kind: str) -> list[NarrowAccess]:
     """Join the ISA's `kind` accesses with the TTGIR's by Python line; keep those narrower
     than 16 bytes per lane that better pointer facts would widen (see the module docstring)."""
-    op = "tt.load" if kind == "global_load" else "tt.store"
+    direction = "load" if kind == "global_load" else "store"
     by_line = by_python_line(ir)
     isa: dict[int | None, list] = defaultdict(list)
     for ins in fn.instructions:
@@ -130,7 +147,7 @@ def narrow_accesses(program, fn, graph, ir: list[IrAccess], kind: str) -> list[N
             isa[ins.source.line if ins.source else None].append(ins)
     out = []
     for python_line, instrs in isa.items():
-        accesses = by_line.get((op, python_line), [])
+        accesses = by_line.get((direction, python_line), [])
         if python_line is None or not accesses:
             continue
         width = min(i.memory.width_bytes for i in instrs)
