@@ -30,7 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
 
-    from irscope.parsers.mlir_parser import _parser, parse_mlir
+    from irscope.parsers.mlir_lark import _parser
+    from irscope.parsers.mlir_parser import parse_mlir
 
     texts = [(str(p), p.read_text()) for p in sorted((REPO / "fixtures").rglob("*.ttgir"))]
     lines = sum(t.count("\n") for _, t in texts)

@@ -17,7 +17,7 @@ from irscope.model import Fact, Problem
 DIALECT_ALIASES = {"triton_gpu": "ttg", "triton_nvidia_gpu": "ttng", "amdgpu": "amdg"}
 CORE_DIALECTS = frozenset({"tt", "ttg", "ttng", "amdg", "scf", "arith", "math", "cf"})
 LOOP_OPS = frozenset({"scf.for", "scf.while"})
-# Ops whose body is a function: SSA names are scoped to it (IsolatedFromAbove).
+# Ops whose body is a function (IsolatedFromAbove in MLIR).
 FUNCTION_OPS = frozenset({"tt.func", "llvm.func", "func.func"})
 
 

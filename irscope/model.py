@@ -129,6 +129,10 @@ class AmdResources:
     code_bytes: Fact[int] | None = None
     wavefront_size: Fact[int] | None = None
     max_flat_workgroup_size: Fact[int] | None = None
+    # The kernel descriptor's `.amdhsa_next_free_vgpr`: what a wave is allocated. Above
+    # `.vgpr_count` when `waves_per_eu` caps occupancy: LLVM pads the allocation ("N,N" asks
+    # at most N waves too), so the hardware runs no more waves than asked.
+    vgpr_allocated: Fact[int] | None = None
 
 
 @dataclass(frozen=True)

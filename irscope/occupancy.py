@@ -71,7 +71,7 @@ def kernel_occupancy(kernel: Kernel, resources: Resources | None,
 
     take("warps", kernel.options.num_warps)
     if isinstance(resources, AmdResources):
-        take("vgprs", resources.vgpr_total)
+        take("vgprs", _allocated_vgprs(resources))
         take("sgprs", resources.sgpr)
         take("lds", _lds(kernel, resources))
         # Triton 3.0-3.2 default to 1 and 3.6+ to 0: neither asks the compiler for anything.
@@ -88,8 +88,31 @@ def kernel_occupancy(kernel: Kernel, resources: Resources | None,
         result = occupancy_for(kernel.target.arch, {k: v.value for k, v in inputs.items()}, inputs)
     except ValueError as exc:
         return None, [Problem(where, f"occupancy: {exc}", severity="warning")]
-    notes = (_llvm_note(result, inputs, resources) if not what_if else ()) + _waves_per_eu_note(result)
+    notes = (_llvm_note(result, inputs, resources) if not what_if else ()) + _waves_per_eu_note(result) + \
+        _padding_note(resources, inputs)
     return replace(result, notes=notes), []
+
+
+def _allocated_vgprs(resources: AmdResources) -> Fact[int] | None:
+    """What a wave is allocated: `.vgpr_count`, or the descriptor's `.amdhsa_next_free_vgpr` when LLVM
+    padded it above that to hold occupancy at a waves_per_eu cap (gemlite's configs: 50 used, 169 allocated)."""
+    used, allocated = resources.vgpr_total, resources.vgpr_allocated
+    if used is None or allocated is None or allocated.value <= used.value:
+        return used
+    return allocated
+
+
+def _padding_note(resources: Resources | None, inputs: Mapping[str, Input]) -> tuple[str, ...]:
+    """Say where the VGPRs that set occupancy are an allocation padded above what the kernel uses."""
+    if not isinstance(resources, AmdResources) or resources.vgpr_total is None or "vgprs" not in inputs:
+        return ()
+    used, allocated = resources.vgpr_total.value, inputs["vgprs"].value
+    if allocated <= used:
+        return ()
+    cap = inputs.get("waves_per_eu")
+    why = f"to hold waves_per_eu={cap.value}'s cap" if cap else "above the kernel's use"
+    return (f"LLVM allocates {allocated} VGPRs a wave (.amdhsa_next_free_vgpr) where the kernel uses {used} "
+            f"(.vgpr_count), {why}: occupancy follows the allocation",)
 
 
 def _waves_per_eu_note(result: KernelOccupancy) -> tuple[str, ...]:

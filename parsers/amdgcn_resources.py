@@ -4,7 +4,8 @@ Three places in the file carry them, and not every Triton version writes all thr
 - the `amdhsa.kernels` YAML between `.amdgpu_metadata` and `.end_amdgpu_metadata`
   (all versions; the code-object metadata the loader itself reads, so preferred);
 - the `; Kernel info:` comment block (3.2+; absent in 3.0);
-- `.set <kernel>.num_vgpr, N` symbols (3.2+).
+- `.set <kernel>.num_vgpr, N` symbols (3.2+);
+- the kernel descriptor's `.amdhsa_next_free_vgpr`, the VGPRs the hardware allocates (all versions).
 Only the lines that carry a figure are looked at, with one regex over the whole file.
 """
 
@@ -21,6 +22,8 @@ _FIGURES = re.compile(
     # ; TotalNumVgprs: 12        ; codeLenInByte = 712      ; Occupancy: 8
     ^[ \t]*;[ \t]*(?P<ckey>codeLenInByte|TotalNumSgprs|NumVgprs|NumAgprs|TotalNumVgprs
                           |ScratchSize|Occupancy)[ \t]*[:=][ \t]*(?P<cval>\d+)
+    #   .amdhsa_next_free_vgpr 169        (the kernel descriptor: what the hardware allocates)
+    |^[ \t]*\.amdhsa_(?P<dkey>next_free_vgpr)[ \t]+(?P<dval>\d+)
     #   .set add_kernel.num_vgpr, 12      (.set .Ladd_kernel.num_vgpr, 12 in some LLVMs)
     |^[ \t]*\.set[ \t]+(?:\.L)?(?P<sname>[^\s,]+)\.(?P<skey>num_vgpr|num_agpr),[ \t]*(?P<sval>\d+)
     #   - .agpr_count:     0          (first key of a kernel entry in the YAML list)
@@ -49,6 +52,7 @@ _FIELDS = {
     "llvm_occupancy": (None, "Occupancy"),
     "code_bytes": (None, "codeLenInByte"),
     "vgpr_arch": (None, "NumVgprs"),
+    "vgpr_allocated": (None, "next_free_vgpr"),
 }
 
 
@@ -63,6 +67,8 @@ def parse_amd_resources(text: str, path: str, kernel_name: str | None = None) ->
     for m in _FIGURES.finditer(text):
         if m["ckey"]:
             comments.setdefault(m["ckey"], _fact(int(m["cval"]), path, lines, m, f"; {m['ckey']}"))
+        elif m["dkey"]:
+            comments.setdefault(m["dkey"], _fact(int(m["dval"]), path, lines, m, f".amdhsa_{m['dkey']}"))
         elif m["skey"]:
             if kernel_name is None or m["sname"] == kernel_name:
                 sets.setdefault(m["skey"], _fact(int(m["sval"]), path, lines, m, f".set {m['skey']}"))

@@ -2,9 +2,11 @@
 
 Aliases (`#blocked = ...`, `#loc3 = loc(...)`) are collected from the whole file first
 and resolved on demand, so an alias may be used before, or defined after, the module
-and may refer to aliases defined later. SSA names are resolved per function once the
-function is read, so a use that textually precedes its definition (a graph region, a
-branch back to an earlier block) still finds it.
+and may refer to aliases defined later. SSA names are scoped by region, as in MLIR: a
+name is visible in the region that defines it and in the regions nested in it, and a
+sibling region (the other scf.for, the else of an scf.if, another function) may define it
+again. Uses resolve once the whole file is read, so one that textually precedes its
+definition (a graph region, a branch back to an earlier block) still finds it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ _MODULE_ATTRS = ("num-warps", "threads-per-warp", "num-ctas", "target", "shared"
 
 
 class _PendingOp:
-    """An op being built: ids are known, operand names resolve when its function ends."""
+    """An op being built: ids are known, operand names resolve once the file is read."""
 
     __slots__ = ("index", "name", "results", "operand_names", "attributes", "regions", "line", "location",
                  "parent", "loop_depth", "structured", "text", "scope")
@@ -41,10 +43,12 @@ class ModuleBuilder:
         self.ops: list[_PendingOp] = []
         self.values: list[Value] = []
         self.problems: list[Problem] = []
-        # SSA names are unique within a function (MLIR's IsolatedFromAbove), so one table
-        # per function resolves every use, wherever in the function it is.
-        self.scope_tables: list[dict[str, int]] = [{}]  # 0: outside any function
-        self.scope_stack: list[int] = [0]
+        # One name table per region, and the region it is nested in (-1: none). Triton reuses a
+        # name in sibling regions (`%97` in an scf.for and in the scf.if after it), so a use looks
+        # in its own region, then outwards: the innermost definition it can see is the one.
+        self.scope_tables: list[dict[str, int]] = [{}]  # 0: the top level, outside any op
+        self.scope_parents: list[int] = [-1]
+        self.scope = 0  # the region being read
         self.attrs = AttributeReader(text, self._alias_items, self.problems, path)
 
     # -- aliases ---------------------------------------------------------------------
@@ -66,25 +70,33 @@ class ModuleBuilder:
     def _new_value(self, name: str, ty, owner: int, kind: str, line: int) -> int:
         vid = len(self.values)
         self.values.append(Value(vid, name, ty, owner, kind, line))
-        self.scope_tables[self.scope_stack[-1]].setdefault(name, vid)
+        self.scope_tables[self.scope].setdefault(name, vid)
         return vid
 
     def _lookup(self, name: str, scope: int) -> Optional[int]:
-        for table in (self.scope_tables[scope], self.scope_tables[0]):
+        tables, parents = self.scope_tables, self.scope_parents
+        while scope >= 0:
+            table = tables[scope]
             vid = table.get(name)
             if vid is None and name.endswith("#0"):  # `%r#0` names the single result `%r` too
                 vid = table.get(name[:-2])
             if vid is not None:
                 return vid
+            scope = parents[scope]
         return None
 
     def _type_of_name(self, name: str):
-        vid = self._lookup(name, self.scope_stack[-1])
+        vid = self._lookup(name, self.scope)
         return None if vid is None else self.values[vid].type
 
     # -- statements --------------------------------------------------------------------
     def build_block_list(self, statements: list, parent: Optional[int], loop_depth: int,
                          entry_defs: list[HeaderDef]) -> Region:
+        outer = self.scope
+        if parent is not None:  # the top level keeps table 0
+            self.scope = len(self.scope_tables)
+            self.scope_tables.append({})
+            self.scope_parents.append(outer)
         blocks: list[Block] = []
         label, args, ops = None, self._declare_args(entry_defs, parent), []
         for st in statements:
@@ -98,6 +110,7 @@ class ModuleBuilder:
             if index is not None:
                 ops.append(index)
         blocks.append(Block(label, tuple(args), tuple(ops)))
+        self.scope = outer
         return Region(tuple(blocks))
 
     def _block_label_args(self, items: list, parent: Optional[int]) -> list[int]:
@@ -135,7 +148,7 @@ class ModuleBuilder:
         op.location = self.attrs.location(syntax.location) if syntax.location else None
         op.text = self.text[st.start: syntax.header_end or st.end].rstrip(" {\n")
         op.operand_names = syntax.operands
-        op.scope = self.scope_stack[-1]
+        op.scope = self.scope
         op.attributes = self._attributes(syntax)
         result_types, op.structured = self._result_types(syntax, canonical)
         op.results = []
@@ -147,18 +160,13 @@ class ModuleBuilder:
             if first.init is None and syntax.induction_type_items:
                 first.type_items = syntax.induction_type_items
         inner_depth = loop_depth + (canonical in LOOP_OPS)
-        isolated = canonical in FUNCTION_OPS
-        if isolated:
-            self.scope_tables.append({})
-            self.scope_stack.append(len(self.scope_tables) - 1)
+        if canonical in FUNCTION_OPS:
             arg_attrs = [self.attrs.dict_of(d.attributes) if d.attributes else {}
                          for defs in syntax.header_defs[:1] for d in defs]
             if arg_attrs:
                 op.attributes = {**op.attributes, "arg_attrs": tuple(arg_attrs)}
         op.regions = [self.build_block_list(region.statements, op.index, inner_depth, defs)
                       for region, defs in zip(syntax.regions, syntax.header_defs)]
-        if isolated:
-            self.scope_stack.pop()
         return op.index
 
     def _attributes(self, syntax) -> dict:
@@ -220,9 +228,8 @@ class ModuleBuilder:
         for name in op.operand_names:
             vid = self._lookup(name, op.scope)
             if vid is None:
-                self.scope_stack.append(op.scope)
+                self.scope = op.scope  # later uses in this region then find the same undefined value
                 vid = self._new_value(name, None, op.index, "undefined", op.line)
-                self.scope_stack.pop()
                 self.problems.append(Problem(self.path, f"{name} is used but never defined", op.line, "warning"))
             ids.append(vid)
         return op.freeze(tuple(ids))

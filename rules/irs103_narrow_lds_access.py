@@ -155,7 +155,7 @@ class NarrowLdsAccess(Rule):
         kind = "reads" if group.direction == "read" else "writes"
         message = (f"LDS {kind} of {group.width} B per lane ({what}) from {name}:{group.python_line}: "
                    f"{'; '.join(parts)}")
-        cause, fix = _cause(fn, feeds, facts, module, group)
+        cause, fix = _cause(fn, feeds, facts, module, group, None if in_loop and outside else bool(in_loop))
         message += f"; {cause}"
         severity = "warning" if in_loop and group.width < DWORD else "info"
         first_loop = loops[per_loop.most_common(1)[0][0]] if per_loop else None
@@ -170,12 +170,29 @@ class NarrowLdsAccess(Rule):
                             evidence=evidence)
 
 
+# A vector (one dimension above 1) or a tile of at most this many bytes moves through LDS once
+# or twice per lane: a reduction's result, a row's statistics, a block's scales. The real-world
+# ledger found every such finding to cost nothing (fixtures/real_world/ledger/IRS103.jsonl).
+SMALL_TILE_BYTES = 2048
+
+
 def _tile_lines(facts) -> set[int]:
-    """Python lines where the TTGIR moves a tile through LDS."""
-    lines = {m.python_line for m in facts.moves
-             if m.kind in ("ttg.local_alloc", "ttg.local_store", "ttg.local_load") and m.python_line}
-    lines |= {c.python_line for c in facts.conversions if c.lowering == "shared_memory" and c.python_line}
+    """Python lines where the TTGIR moves a tile (two dimensions, over 2 KiB) through LDS."""
+    lines = {m.python_line for m in facts.moves if m.kind in ("ttg.local_alloc", "ttg.local_store", "ttg.local_load")
+             and m.python_line and _is_tile(m.element, m.shape)}
+    lines |= {c.python_line for c in facts.conversions
+              if c.lowering == "shared_memory" and c.python_line and _is_tile(c.element, c.shape)}
     return lines
+
+
+def _is_tile(element: str, shape: tuple) -> bool:
+    dims = [d for d in shape if d != 1]
+    if len(dims) < 2 or any(not isinstance(d, int) for d in dims):
+        return len(dims) >= 2  # a dimension the type does not give: keep it
+    count = 1
+    for d in dims:
+        count *= d
+    return count * max(_element_bytes(element), 1) > SMALL_TILE_BYTES
 
 
 def _narrow_groups(fn, tiles: set[int], facts) -> list[_Group]:
@@ -221,11 +238,25 @@ class _Operand:
     element: str
 
 
-def _dot_operand(facts, module, line: int) -> _Operand | None:
+def _dot_operand(facts, module, line: int, direction: str = "read", in_loop: bool | None = None,
+                 operand: str | None = None) -> _Operand | None:
     """The dot operand written to or read from LDS at a Python line: a round trip that is read
-    back as a dot operand (MFMA, mma), or a ttg.local_alloc that a wgmma reads in place."""
-    trip = next((t for t in facts.round_trips if t.feeds_dot and line in t.python_lines), None)
-    if trip is not None:
+    back as a dot operand (MFMA, mma), or a ttg.local_alloc that a wgmma reads in place.
+
+    One line may stage both operands (`tl.dot(a, b)`, each tile through LDS): the trip whose
+    operand the ISA feeds (`operand`, "A"/"B"), and whose LDS writes or reads sit where the
+    instructions do (`in_loop`: True if all are in loops, False if none is, None if some are),
+    is the one meant; ties keep the TTGIR's order."""
+    trips = [t for t in facts.round_trips if t.feeds_dot and line in t.python_lines]
+    if trips:
+        def fit(trip) -> tuple[bool, bool]:
+            index = _OP_INDEX.search(trip.loaded_layout)
+            name = None if index is None else "A" if index.group(1) == "0" else "B"
+            depths = [module.ops[i].loop_depth for i in (trip.writers if direction == "write" else trip.readers)]
+            placed = in_loop is not None and any((depth > 0) == in_loop for depth in depths)
+            return operand is not None and name == operand, placed
+
+        trip = max(trips, key=fit)  # max keeps the first of equals
         index = _OP_INDEX.search(trip.loaded_layout)
         return _operand(module, index.group(1) if index else None, len(trip.shape), trip.stored_layout,
                         trip.shared_layout, trip.element)
@@ -252,7 +283,7 @@ def _operand(module, op_index: str | None, rank: int, stored: str, shared: str, 
     return _Operand("A" if op_index == "0" else "B", k_dim, stored, shared, tuple(order) if order else None, element)
 
 
-def _cause(fn, feeds, facts, module, group: _Group) -> tuple[str, str]:
+def _cause(fn, feeds, facts, module, group: _Group, in_loop: bool | None = None) -> tuple[str, str]:
     """Why the accesses are narrow, and the fix that goes with it."""
     loads = [i for i in fn.instructions if i.kind == isa.GLOBAL_LOAD and i.memory and i.memory.width_bytes
              and i.source is not None and i.source.line == group.python_line]
@@ -262,10 +293,12 @@ def _cause(fn, feeds, facts, module, group: _Group) -> tuple[str, str]:
                 f"same line and is written as loaded (see IRS101)",
                 "make the global loads wide first (IRS101: 16-divisible strides, unit strides as constexpr, "
                 "tl.multiple_of / tl.max_contiguous); the tile is then written to LDS 8-16 bytes at a time")
-    operand = _dot_operand(facts, module, group.python_line)
+    fed = sorted({(m.opcode, name, m.args[1] if name == "A" else m.args[2])
+                  for i in group.instructions for m, name in feeds.get(i.index, ()) if len(m.args) > 2})
+    fed_operands = {name for _, name, _ in fed}
+    operand = _dot_operand(facts, module, group.python_line, group.direction, in_loop,
+                           fed_operands.pop() if len(fed_operands) == 1 else None)
     if operand is not None:
-        fed = sorted({(m.opcode, name, m.args[1] if name == "A" else m.args[2])
-                      for i in group.instructions for m, name in feeds.get(i.index, ()) if len(m.args) > 2})
         feeding = ""
         if fed:
             from irscope.parsers.amdgcn_opcodes import operand as typed
@@ -311,5 +344,6 @@ def _cause(fn, feeds, facts, module, group: _Group) -> tuple[str, str]:
 
 
 def _element_bytes(element: str) -> int:
-    digits = "".join(ch for ch in element if ch.isdigit())
-    return max(1, int(digits) // 8) if digits else 2
+    """bf16 -> 2, f8E4M3FN -> 1 (the width is the first number: fp8 names carry more digits), i1 -> 1."""
+    match = re.match(r"[a-zA-Z]*(\d+)", element)
+    return max(1, int(match.group(1)) // 8) if match else 2

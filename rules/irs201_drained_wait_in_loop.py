@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from irscope import isa
 from irscope.rule import Rule
+from irscope.rules.irs202_barriers_per_iteration import DOT_OPS
 
 # The counters global loads increment: vmcnt on gfx9-gfx11 (gfx10/11 count stores apart, in
 # vscnt), loadcnt on gfx12.
@@ -144,8 +145,14 @@ class DrainedWaitInLoop(Rule):
             message += (f"; {who} there for a scratch reload (a register spill: {first.opcode} at line {first.line}"
                         f"{'' if len(spills) == 1 else ' and others'}), and {counter} counts in issue order, so "
                         "waiting for the reload drains the global loads too")
-        fix = ("find a schedule that puts the loop's MFMAs between the loads and the wait: try other num_warps / "
-               "num_stages (or Triton versions) and compare this distance; more waves per SIMD hide the stall")
+        has_dot = ctx.ttgir is not None and any(True for _ in ctx.ttgir.ops_named(*DOT_OPS))
+        if has_dot:
+            fix = ("find a schedule that puts the loop's MFMAs between the loads and the wait: try other num_warps / "
+                   "num_stages (or Triton versions) and compare this distance; more waves per SIMD hide the stall")
+        else:  # a reduction or elementwise loop: no matrix work to hide the loads behind
+            fix = ("with no matrix work in the kernel, only other waves can hide the stall: more waves per SIMD (fewer "
+                   "VGPRs or LDS per wave, a smaller BLOCK per program), or load the next block one iteration ahead "
+                   "(Triton's pipeliner stages the loads that feed tl.dot, not these)")
         if spills:
             fix += "; first remove the spills that force the waits (smaller tiles, fewer stages, no waves_per_eu cap)"
         lines = [fn.instructions[d.wait].line for d in drains] + [fn.instructions[d.load].line for d in drains]

@@ -162,22 +162,46 @@ class _TtgirLoops:
         return best[2] if best and best[0] else None
 
     def unroll(self, loop: int, matrix: list[isa.Instruction]) -> int | None:
-        """Machine-loop matrix work / one scf.for iteration's dot work, when a whole number."""
-        per_step = sum(self._macs(dot) or 0 for dot in self.dots.get(loop, ()))
+        """Machine-loop matrix work / one scf.for iteration's dot work, per wave, when a whole number.
+
+        A wave's share of a dot is its MACs over the waves that split it; a tile smaller than the
+        waves' matrix tiles (64x32 over 4 waves of 32x32 MFMAs) is computed by several waves
+        alike, each doing a whole instruction tile, so it is split among fewer waves."""
         warps = self.module.num_warps
-        if not per_step or not matrix or not warps:
+        if not matrix or not warps:
             return None
         done = 0
         for ins in matrix:
             m = ins.matrix
             if m is None or None in (m.m, m.n, m.k):
                 return None
-            # MFMA/WMMA/MMA run per wave (warp); wgmma per warpgroup of 4 warps.
-            issuers = warps // 4 if m.family == "wgmma" else warps
-            done += m.m * m.n * m.k * m.blocks * issuers
-        if done % per_step:
+            done += m.m * m.n * m.k * m.blocks
+        first = matrix[0].matrix
+        # MFMA/WMMA/MMA run per wave (warp); wgmma per warpgroup of 4 warps.
+        issuers = max(warps // 4, 1) if first.family == "wgmma" else warps
+        expected = 0
+        for dot in self.dots.get(loop, ()):
+            macs, tile = self._macs(dot), self._out_elements(dot)
+            if not macs or not tile:
+                return None
+            splits = max(1, min(issuers, tile // (first.m * first.n * first.blocks)))
+            if macs % splits:
+                return None
+            expected += macs // splits
+        if not expected or done % expected:
             return None
-        return done // per_step or None
+        return done // expected or None
+
+    def _out_elements(self, dot) -> int | None:
+        from irscope.ir_types import TensorType
+
+        out = self.module.values[dot.results[0]].type if dot.results else None
+        if not isinstance(out, TensorType) or not out.shape or None in out.shape:
+            return None
+        count = 1
+        for d in out.shape:
+            count *= d
+        return count
 
     def _macs(self, dot) -> int | None:
         from irscope.ir_types import MemDescType, TensorType
@@ -274,6 +298,11 @@ class BarriersPerIteration(Rule):
         return findings
 
     def _loop(self, ctx, program, fn, loop: LoopFacts):
+        # A loop with no matrix work (a reduction's tl.sum/tl.max exchange through LDS) is not
+        # this rule's; nor is a one-warp workgroup, where no warp waits for another.
+        warps = ctx.kernel.options.num_warps
+        if not loop.matrix or (warps is not None and warps.value == 1):
+            return None
         bars = [fn.instructions[i] for i in loop.instructions if counts_as_barrier(fn.instructions[i])]
         count = len(bars)
         step = loop.per_step(count)

@@ -25,7 +25,8 @@ class Spills(Rule):
     cubin's stack frame (`EIATTR_MIN_STACK_SIZE`, where ptxas puts register spills) and its
     `.nv.local` section, and counts `ld.local`/`st.local` in the PTX (and `LDL`/`STL` in
     the SASS when irscope disassembles the cubin). SGPR spills with no scratch, which LLVM
-    keeps in VGPR lanes (`v_writelane_b32`), are reported as info.
+    keeps in VGPR lanes (`v_writelane_b32`), are reported as info, and so is spill code that
+    runs once per thread: 64 accesses or fewer, none in a loop.
 
     ## Why is this bad?
     A spill turns a register access into a memory round trip: a scratch store, and later a
@@ -134,7 +135,7 @@ def _amd(rule, ctx, res: AmdResources):
         text, python = _describe(found, "scratch accesses")
         message += f": {text}"
     return [rule.finding(ctx, stage="amdgcn", path=path, lines=[i.line for i, _ in found] + meta_lines,
-                         python=python, message=message, fix=FIX, evidence=evidence)]
+                         python=python, message=message, fix=FIX, evidence=evidence, severity=_severity(found))]
 
 
 def _nvidia(rule, ctx, res: NvidiaResources):
@@ -163,6 +164,16 @@ def _nvidia(rule, ctx, res: NvidiaResources):
         message += f"; {text}"
         evidence["in_loop"] = sum(1 for _, looped in found if looped)
         return [rule.finding(ctx, stage=program.isa, path=program.path, lines=[i.line for i, _ in found],
-                             python=python, message=message, fix=FIX, evidence=evidence)]
+                             python=python, message=message, fix=FIX, evidence=evidence, severity=_severity(found))]
     return [rule.finding(ctx, stage="cubin", path=cubin or ctx.kernel.directory, fix=FIX, evidence=evidence,
                          message=message + " (`irscope scan --sass` lists the STL/LDL)")]
+
+
+# Spill code outside every loop, a few accesses in all, runs once per thread: it costs little
+# (the real-world ledger found such warnings false; fixtures/real_world/ledger/IRS401.jsonl).
+FEW_ACCESSES = 64
+
+
+def _severity(found) -> str:
+    in_loop = any(looped for _, looped in found)
+    return "warning" if in_loop or len(found) > FEW_ACCESSES else "info"

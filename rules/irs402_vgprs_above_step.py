@@ -67,6 +67,9 @@ class VgprsAboveStep(Rule):
         step = next((s for s in occ.steps if s.name == "vgprs" and not s.also), None)
         if step is None or step.now - step.to > MAX_CUT:
             return []
+        used = getattr(ctx.resources, "vgpr_total", None)
+        if used is not None and step.now > used.value:  # LLVM padded the allocation to hold waves_per_eu's cap
+            return []
         now, unit = occ.occupancy.active, occ.occupancy.unit
         asked = occ.input("waves_per_eu")
         if asked is not None and asked >= step.active:

@@ -22,7 +22,9 @@ class LdsLimitedOccupancy(Rule):
     below the hardware's maximum. It names the step irscope's occupancy calculator finds:
     the most bytes that reach the next occupancy, and how many bytes that is less. When
     another resource (VGPRs, registers) binds at the same point, the finding is info and
-    says that both must be cut.
+    says that both must be cut. A workgroup that needs more LDS than the CU has cannot
+    launch at all: an error with the numbers (Triton refuses it with `OutOfResources`; an
+    autotuner drops the config, so compiling it was time spent for nothing).
 
     ## Why is this bad?
     A CU holds only as many workgroups as fit in its LDS: 64 KiB on gfx90a and gfx942 in
@@ -58,6 +60,8 @@ class LdsLimitedOccupancy(Rule):
         limiter = next((r for r in ("lds", "shared") if r in o.limiters), None)
         if limiter is None or o.active >= o.max_active:
             return []
+        if not o.launchable:
+            return [self._cannot_launch(ctx, limiter)]
         step = next((s for s in occ.steps if s.name == limiter), None)
         if step is None:  # a slot limit binds at the same point: cutting LDS gains nothing
             return []
@@ -99,3 +103,24 @@ class LdsLimitedOccupancy(Rule):
             evidence={"bytes": step.now, "step_bytes": step.to, "cut": step.now - step.to, "active": o.active,
                       "active_after": after, "groups": o.allowed(limiter)},
         )]
+
+    def _cannot_launch(self, ctx, limiter):
+        """Not one workgroup fits: Triton refuses the launch (OutOfResources) and an autotuner drops the config."""
+        occ, o = ctx.occupancy, ctx.occupancy.occupancy
+        needed = occ.input(limiter)
+        if limiter == "lds":
+            arch = AMD_ARCHES.get(o.arch)
+            has, what = (arch.lds_pool if arch else None), "LDS per workgroup"
+        else:
+            nv = nvidia_arch(o.arch)
+            has, what = (nv.shared_optin if nv else None), "shared memory per block"
+        limit = f", {o.arch} has {has:,}" if has else f", more than {o.arch} has"
+        stages = ctx.kernel.options.num_stages
+        return self.finding(
+            ctx, **input_artifact(ctx, limiter), severity="error",
+            message=f"cannot launch: {needed:,} B of {what}{limit}; Triton refuses it (OutOfResources) and an "
+                    "autotuner skips this config",
+            fix=(f"fewer num_stages (now {stages.value})" if stages is not None else "fewer num_stages")
+            + ", a smaller BLOCK_K or smaller tiles; or drop the config from the autotune list",
+            evidence={"bytes": needed or 0, "limit": has or 0},
+        )

@@ -24,7 +24,9 @@ class OccupancyOne(Rule):
     spread over them: 4 resident warps leave each scheduler at most one). It names the
     resource that sets the limit, at the artifact line it was read from (`.vgpr_count`,
     the metadata json's `shared`, the cubin's register count), and the step irscope's
-    occupancy calculator finds to reach two.
+    occupancy calculator finds to reach two. A CU that holds fewer waves than it has SIMDs
+    (one 2-wave workgroup: 1 wave on 2 of 4 SIMDs) counts as one wave per SIMD, with the
+    idle SIMDs named.
 
     ## Why is this bad?
     A SIMD switches between its resident waves to hide the latency of memory, LDS and MFMA
@@ -60,6 +62,8 @@ class OccupancyOne(Rule):
             if o.active != 1:
                 return []
             state = "1 wave per SIMD"
+            if o.partial:  # fewer waves in the CU than SIMDs: some SIMDs idle for the kernel's whole run
+                state += f", on {o.simds_used} of the CU's {o.simds} SIMDs (the others hold none)"
         elif o.unit == "warps/SM":
             if o.active > SUB_PARTITIONS:
                 return []

@@ -13,26 +13,26 @@ from math import prod
 
 from irscope.rule import Rule
 
-GUIDE_WORKGROUPS = 1024  # ROCm's guide: "For AMD MI300X, the grid should have at least 1024 ... WGs"
 
 
 class GridTooSmall(Rule):
     """A launch grid too small to fill the GPU.
 
     ## What it does
-    Compares a launch's workgroup (block) count with what the device holds at once: its
-    CUs (SMs) times the workgroups per CU that the kernel's occupancy allows. Fewer
-    workgroups than that leave CUs idle for the whole launch (warning). On AMD it also
-    reports grids under the 1024 workgroups ROCm's guide asks for on MI300X (info). It
-    needs the launch, which `irscope scan script.py` records; a kernel read from a cache
-    has none, and the rule does not run.
+    Reports a launch with fewer workgroups (blocks) than the device has CUs (SMs): some
+    CUs get no work for the whole launch (warning). It says how many the device holds at
+    once: its CUs times the workgroups per CU the kernel's occupancy allows. A grid of at
+    least one workgroup per CU is left alone (a tail of partly filled CUs, or a persistent
+    grid sized to the CUs, is not this rule's concern), and so is a single workgroup, a
+    kernel meant to run alone (the final pass over partial results). It needs the launch,
+    which `irscope scan script.py` records; a kernel read from a cache has none, and the
+    rule does not run.
 
     ## Why is this bad?
     Each workgroup runs on one CU. MI300X has 304 CUs: a 128x128-tile GEMM of 1024x1024
     has 64 workgroups and leaves 240 CUs with nothing to do, whatever the kernel's code
-    looks like. Even a grid of a few hundred workgroups leaves a tail where only some CUs
-    work. The ROCm guide: "For AMD MI300X, the grid should have at least 1024 thread
-    blocks/workgroups (WGs)".
+    looks like. The ROCm guide asks for more still: "For AMD MI300X, the grid should have
+    at least 1024 thread blocks/workgroups (WGs)".
 
     ## Example
     `irscope scan examples/matmul.py --target gfx942` records each launch. A gfx942
@@ -87,20 +87,14 @@ class GridTooSmall(Rule):
                     fix="run on the target GPU to see the real grid, or size the grid from "
                         "torch.cuda.get_device_properties(...).multi_processor_count, which --target answers")
             return None
-        if groups < resident:
-            units = launch.compute_units
-            idle = (f"{units - groups} {unit}s get none" if groups < units
-                    else f"{groups / units:.1f} per {unit} where {per_unit} fit")
-            return self.finding(
-                ctx, **where, evidence=evidence, severity="warning" if groups < units else "info",
-                message=f"grid {grid} = {groups} workgroups; the device holds {resident} "
-                        f"at once ({units} {unit}s x {per_unit}): {idle}",
-                fix="more, smaller programs: a smaller BLOCK size (BLOCK_M/BLOCK_N in a GEMM), split-K, or a "
-                    "persistent kernel sized to the device")
-        if ctx.backend == "hip" and groups < GUIDE_WORKGROUPS:
-            return self.finding(
-                ctx, **where, evidence=evidence, severity="info",
-                message=f"grid {grid} = {groups} workgroups, under the {GUIDE_WORKGROUPS} that ROCm's guide "
-                        "asks for on MI300X",
-                fix="smaller BLOCK_M/BLOCK_N or split-K for more workgroups")
-        return None
+        units = launch.compute_units
+        # Every CU busy is not this rule's concern (a tail, a persistent grid sized to the CUs); one
+        # workgroup is a kernel meant to run alone (a final pass over partial results).
+        if groups >= units or groups == 1:
+            return None
+        return self.finding(
+            ctx, **where, evidence=evidence, severity="warning",
+            message=f"grid {grid} = {groups} workgroups; the device holds {resident} at once ({units} {unit}s x "
+                    f"{per_unit}): {units - groups} {unit}{' gets' if units - groups == 1 else 's get'} none",
+            fix="more, smaller programs: a smaller BLOCK size (BLOCK_M/BLOCK_N in a GEMM), split-K, or a "
+                "persistent kernel sized to the device")

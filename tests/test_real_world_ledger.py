@@ -81,3 +81,35 @@ def test_narrow_buffer_loads_fire_on_gfx942_where_narrow_loads_fire_on_sm_90(rep
     counts = {t: sum(1 for (target, _), r in reports.items() if target == t for k in r.kernels for f in k.findings
                      if f.code == "IRS101") for t in ("gfx942", "sm_90")}
     assert counts["gfx942"] >= 50 and counts["sm_90"] >= 50  # before the fix: 0 on gfx942
+
+
+def test_a_config_over_the_cus_lds_cannot_launch(reports):
+    """Issue 21, defect 11: torchao's int8 GEMM autotunes over configs of up to 122,880 B of LDS; on
+    gfx942 (64 KiB per CU) those fit nowhere. They were shown as "0/8 lds" with a warning."""
+    over = [k for k in reports[("gfx942", "torchao_int8_matmul")].kernels if k.kernel.options.shared.value > 65536]
+    assert len(over) == 5
+    for kr in over:
+        o = kr.occupancy.occupancy
+        assert not o.launchable and o.active == 0 and o.limiters == ("lds",)
+        (f,) = [f for f in kr.findings if f.code == "IRS403"]
+        assert f.severity == "error" and f.message.startswith(
+            f"cannot launch: {kr.kernel.options.shared.value:,} B of LDS per workgroup, gfx942 has 65,536")
+    from irscope.render.occupancy import occupancy_cell
+
+    assert occupancy_cell(over[0].occupancy) == "no launch: lds"
+
+
+def test_a_cu_with_fewer_waves_than_simds_is_one_wave_per_simd(reports):
+    """Issue 21, defect 11: a 2-warp fla kernel whose 36 KiB of LDS let one workgroup in a CU runs 1 wave
+    on 2 of the 4 SIMDs. It was shown as "0/8" and IRS404 stayed silent."""
+    from irscope.render.occupancy import occupancy_cell
+
+    partial = [k for r in reports.values() for k in r.kernels
+               if k.occupancy and k.occupancy.occupancy.partial and k.occupancy.occupancy.groups == 1]
+    assert partial
+    for kr in partial:
+        o = kr.occupancy.occupancy
+        assert o.active == 1 and o.simds_used == kr.kernel.options.num_warps.value < o.simds == 4
+        assert occupancy_cell(kr.occupancy).startswith(f"1/8 on {o.simds_used}/4")
+        (f,) = [f for f in kr.findings if f.code == "IRS404"]
+        assert f"1 wave per SIMD, on {o.simds_used} of the CU's 4 SIMDs" in f.message

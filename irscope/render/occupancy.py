@@ -31,12 +31,17 @@ def short_step(occ: KernelOccupancy) -> str:
 
 
 def occupancy_cell(occ: KernelOccupancy | None) -> str:
-    """`2/8 lds`: active of the most, and what limits it (nothing shown at the maximum)."""
+    """`2/8 lds`: active of the most, and what limits it (nothing shown at the maximum); `1/8 on 2/4 slots`:
+    the CU's waves fill 2 of its 4 SIMDs; `no launch: lds`: not one workgroup fits."""
     if occ is None:
         return "-"
     o = occ.occupancy
-    cell = f"{o.active}/{o.max_active}"
     limiters = "+".join(LIMITER_LABELS.get(r, r) for r in o.limiters)
+    if not o.launchable:
+        return f"no launch: {limiters}"
+    cell = f"{o.active}/{o.max_active}"
+    if o.partial:  # 1 wave on some SIMDs, none on the others
+        cell += f" on {o.simds_used}/{o.simds}"
     return cell if o.active >= o.max_active else f"{cell} {limiters}"
 
 
@@ -48,8 +53,14 @@ def occupancy_table(title: str, occ: KernelOccupancy) -> Table:
                   padding=(0, 2, 0, 0))
     table.add_column(style="bold", no_wrap=True)
     table.add_column(overflow="fold")
-    table.add_row("occupancy", Text(f"{o.active} of {o.max_active} {o.unit} ({o.fraction:.0%}): {o.groups} "
-                                    f"{group}(s) per {where} on {o.arch}"))
+    if not o.launchable:
+        summary = f"none: not one {group} fits a {where} of {o.arch} ({', '.join(o.limiters)}); it cannot launch"
+    else:
+        summary = (f"{o.active} of {o.max_active} {o.unit} ({o.fraction:.0%}): {o.groups} {group}(s) per {where} "
+                   f"on {o.arch}")
+        if o.partial:
+            summary += f", its waves on {o.simds_used} of the {where}'s {o.simds} SIMDs (the others hold none)"
+    table.add_row("occupancy", Text(summary))
     table.add_row("limited by", Text(", ".join(o.limiters)))
     table.add_row("inputs", Text("\n".join(f"{i.name} = {i.value:,}  {printable(str(i.origin))}" for i in occ.inputs)))
     limits = [f"{lim.resource} {lim.groups if lim.groups < UNBOUNDED else 'no limit'}" for lim in o.limits]
