@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from irscope.ir_types import TensorType
 from irscope.mlir import MlirModule
+from irscope.pointer_strides import RUNTIME, PointerStrides, Stride, address_strides
 
 MAX_VECTOR_BYTES = 16
 
@@ -44,6 +45,11 @@ class IrAccess:
     contiguous_elements: int  # per thread, along the layout's most contiguous dimension
     elements_per_thread: int
     matrix_layout: bool  # an MFMA/WMMA/MMA accumulator or dot operand: its own fixed shape
+    coalesced: bool  # a blocked layout: Triton's coalescing chose it from the pointer facts
+    # How far apart in memory consecutive elements are along each dimension (irscope/pointer_strides.py):
+    # 1 contiguous, RUNTIME a stride argument, another int or DATA never contiguous; None unknown.
+    memory_strides: tuple[Stride, ...] | None = None
+    dim: int = -1  # the layout's fastest dimension, the one `contiguous_elements` counts along
 
     @property
     def direction(self) -> str:
@@ -59,6 +65,7 @@ def ir_accesses(module: MlirModule, user_file: str | None = None) -> list[IrAcce
     from irscope.source_map import kernel_file, user_line
 
     user_file = user_file or kernel_file(module)
+    strides = PointerStrides(module)
     out = []
     for op in module.ops_named(*LOADS, *STORES):
         name = op.canonical_name
@@ -71,10 +78,12 @@ def ir_accesses(module: MlirModule, user_file: str | None = None) -> list[IrAcce
         shape = _register_shape(ty)
         if size is None or shape is None:
             continue
-        run, per_thread = shape
+        run, per_thread, dim = shape
         matrix = _base_layout(ty.encoding).__class__.__name__ in MATRIX_LAYOUTS
+        coalesced = type(ty.encoding).__name__ == "Blocked"  # a slice of one comes from its consumer, not coalescing
+        address = address_strides(strides, op)
         out.append(IrAccess(op.canonical_name, op.line, user_line(module, op, user_file), op.loop_depth, size, run,
-                            per_thread, matrix))
+                            per_thread, matrix, coalesced, address, dim))
     return out
 
 
@@ -92,8 +101,8 @@ def _base_layout(layout: object) -> object:
     return layout
 
 
-def _register_shape(ty: TensorType) -> tuple[int, int] | None:
-    """(elements a thread holds contiguously, elements it holds): the run of leading register
+def _register_shape(ty: TensorType) -> tuple[int, int, int] | None:
+    """(elements a thread holds contiguously, elements it holds, along which dimension): the run of leading register
     bases that step 1, 2, 4, ... along the memory-contiguous dimension: the layout's
     `order[0]` (what Triton's coalescing chose), else the last one (row-major)."""
     from irscope.layout_to_linear import layout_to_linear
@@ -113,7 +122,7 @@ def _register_shape(ty: TensorType) -> tuple[int, int] | None:
         if tuple(basis) != tuple(best if d == dim else 0 for d in range(len(basis))):
             break
         best *= 2
-    return best, 2 ** len(distinct)
+    return best, 2 ** len(distinct), dim
 
 
 def _element_bytes(element: object) -> int | None:
@@ -133,7 +142,7 @@ class NarrowAccess:
     lines: tuple[int, ...]  # their artifact lines
     layout_bytes: int  # what the layout gives a thread contiguously (<= 16)
     elements_per_thread: int
-    cause: str  # "alignment": the layout allows more; "contiguity": the layout itself has 1 element runs
+    cause: str  # "alignment", "stride" (a runtime stride along the layout's run), "contiguity" (1-element runs)
 
 
 def narrow_accesses(program, fn, graph, ir: list[IrAccess], kind: str) -> list[NarrowAccess]:
@@ -153,15 +162,35 @@ def narrow_accesses(program, fn, graph, ir: list[IrAccess], kind: str) -> list[N
         width = min(i.memory.width_bytes for i in instrs)
         if width >= MAX_VECTOR_BYTES:
             continue
-        best = max(accesses, key=lambda a: (a.layout_bytes, a.elements_per_thread))
-        if width < best.layout_bytes:
-            cause = "alignment"
-        elif best.contiguous_elements == 1 and best.elements_per_thread > 1 and not best.matrix_layout:
-            cause = "contiguity"
-        else:
-            continue  # as wide as the layout and the data per thread allow
+        causes = {_cause(a, width) for a in accesses}
+        if len(causes) != 1 or None in causes:
+            continue  # one access of the line is as wide as its data allows: the narrow one may be it
+        (cause,) = causes
+        best = min(accesses, key=lambda a: (a.layout_bytes, a.elements_per_thread))
         narrow = [i for i in instrs if i.memory.width_bytes == width]
         out.append(NarrowAccess(kind, python_line, width, len(narrow),
                                 sum(1 for i in narrow if graph.instruction_depth[i.index]),
                                 tuple(i.line for i in narrow), best.layout_bytes, best.elements_per_thread, cause))
     return sorted(out, key=lambda n: n.lines[0])
+
+
+def _cause(access: IrAccess, width: int) -> str | None:
+    """Why an access of `width` bytes per lane is narrower than it could be, or None when it is not.
+
+    Only adjacent data can be loaded wider: a stride of 1 along the layout's fastest dimension
+    with more contiguous bytes per thread than the ISA moves means unproven alignment (of the
+    pointers, or of a mask's bound). Where coalescing (a blocked layout) gave each thread 1-element
+    runs of data that is contiguous along a dimension, or may be (a runtime stride), Triton could
+    not prove it: the facts are missing. A layout another pass chose (a linear or dot-operand
+    layout) is not the pointers' doing. A constant stride other than 1, a
+    broadcast, a gather or an address this reader cannot follow are the data's own shape."""
+    strides = access.memory_strides or ()
+    fastest = strides[access.dim] if 0 <= access.dim < len(strides) else None
+    if fastest == 1 and width < access.layout_bytes:
+        return "alignment"
+    if fastest == RUNTIME and width < access.layout_bytes:
+        return "stride"  # contiguous in the layout, but its memory stride is a runtime value
+    if access.coalesced and access.contiguous_elements == 1 and access.elements_per_thread > 1 and \
+            (1 in strides or RUNTIME in strides):
+        return "contiguity"  # coalescing gave 1-element runs to data that is (or may be) contiguous
+    return None

@@ -6,7 +6,9 @@ from irscope.access_width import ir_accesses
 
 CAUSES = {
     "alignment": "the layout gives each thread {layout} contiguous bytes, so the compiler either could not prove "
-                 "the pointers' alignment or split the access",
+                 "the pointers' alignment, or a mask with a runtime bound splits the access",
+    "stride": "the layout gives each thread {layout} contiguous bytes, but the memory stride of that dimension is a "
+              "runtime value the compiler cannot prove to be 1",
     "contiguity": "each thread holds {elements} elements, but Triton could not prove any of them contiguous and "
                   "aligned, so its layout gives each thread 1-element runs",
 }
@@ -35,7 +37,8 @@ def narrow_findings(rule, ctx, narrow_accesses):
                     message=f"{n.count} {rule.what}s of {n.width} B per lane ({opcode}; {where}) from line "
                             f"{n.python_line}: {cause}",
                     fix="make the pointer facts visible: unit strides as tl.constexpr, 16-divisible strides, "
-                        "tl.multiple_of / tl.max_contiguous on the offsets",
+                        "tl.multiple_of / tl.max_contiguous on the offsets; a mask `offs < n` keeps whole vectors "
+                        "only when n's divisibility is known (not in do_not_specialize, or padded to the vector)",
                     evidence={"width_bytes": n.width, "count": n.count, "in_loop": n.in_loop,
                               "layout_bytes": n.layout_bytes, "elements_per_thread": n.elements_per_thread},
                 ))

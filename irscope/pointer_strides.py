@@ -1,0 +1,164 @@
+"""How far apart in memory the elements of a tensor of addresses are, dimension by dimension.
+
+A narrow global load is only worth a finding when better facts could widen it: its elements
+must be adjacent in memory along the layout's fastest dimension. Triton knows this from its
+AxisInfo analysis and writes nothing of it down (but `contiguity` on gfx942's buffer ops), so
+the width rules (irscope/access_width.py) re-derive the part they need: the stride, in
+elements, of each dimension of the offsets, from the ops that build them:
+
+    tt.make_range            stride 1 along its one dimension
+    casts (ext, trunc, pointer <-> integer), convert_layout   the operand's strides
+    tt.splat, constants      stride 0 (the same address everywhere)
+    tt.expand_dims           a new dimension of stride 0
+    tt.broadcast             stride 0 along the broadcast dimensions
+    arith.addi/subi, addptr  strides add (subtract)
+    arith.muli by a splat    strides scale by the constant, or become RUNTIME (a runtime stride)
+    a loop's iter_arg        its initial value's strides (pointers advance by a splat)
+    anything else            DATA: a gather, a division or remainder, a select: never contiguous
+
+A stride of 1 is contiguous, RUNTIME may be 1 at run time (a stride argument the JIT did not
+specialize), an integer other than 1 and DATA never are.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Union
+
+from irscope.ir_types import TensorType
+from irscope.mlir import MlirModule
+
+RUNTIME = "runtime"  # a scalar the kernel reads at run time: a stride argument, a loop counter
+DATA = "data"  # from loaded data, or a pattern this reader does not follow
+Stride = Union[int, str]
+Strides = tuple[Stride, ...]
+
+_INT_CONSTANT = re.compile(r"arith\.constant\s+(?:dense<)?(-?\d+)>?\s*:")
+_PASS_THROUGH = frozenset({"arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast", "ttg.convert_layout",
+                           "tt.bitcast", "arith.bitcast", "tt.ptr_to_int", "tt.int_to_ptr"})
+
+
+def _add(a: Stride, b: Stride, sign: int = 1) -> Stride:
+    if DATA in (a, b):
+        return DATA
+    if RUNTIME in (a, b):
+        return b if a == 0 and b == RUNTIME else (a if b == 0 else RUNTIME)
+    return a + sign * b
+
+
+def _scale(a: Stride, factor: Stride) -> Stride:
+    if a == 0 or factor == 0:
+        return 0
+    if DATA in (a, factor):
+        return DATA
+    if RUNTIME in (a, factor):
+        return RUNTIME
+    return a * factor
+
+
+class PointerStrides:
+    """Strides of the tensors of one module, each computed once."""
+
+    def __init__(self, module: MlirModule) -> None:
+        self.module = module
+        self._strides: dict[int, Strides | None] = {}
+        self._scalars: dict[int, Stride] = {}
+
+    def of(self, value_id: int) -> Strides | None:
+        """Per-dimension strides of a tensor value (None: not a ranked tensor)."""
+        if value_id not in self._strides:
+            self._strides[value_id] = None  # a cycle through a loop reads as unknown
+            self._strides[value_id] = self._compute(value_id)
+        return self._strides[value_id]
+
+    def scalar(self, value_id: int) -> Stride:
+        """A scalar's value when it is a constant, else RUNTIME."""
+        if value_id not in self._scalars:
+            op = self.module.defining_op(value_id)
+            match = _INT_CONSTANT.search(op.text) if op is not None and op.canonical_name == "arith.constant" \
+                else None
+            self._scalars[value_id] = int(match.group(1)) if match else RUNTIME
+        return self._scalars[value_id]
+
+    def _compute(self, vid: int) -> Strides | None:
+        ty = self.module.values[vid].type
+        if not isinstance(ty, TensorType) or not ty.shape:
+            return None
+        rank = len(ty.shape)
+        value = self.module.values[vid]
+        if value.kind == "argument":
+            return self._loop_carried(vid, rank)
+        op = self.module.defining_op(vid)
+        if op is None:
+            return (DATA,) * rank
+        name, args = op.canonical_name, op.operands
+        if name == "tt.make_range":
+            return (1,)
+        if name in ("tt.splat", "arith.constant"):
+            return (0,) * rank
+        if name in _PASS_THROUGH and args:
+            return self.of(args[0]) or (DATA,) * rank
+        if name == "tt.expand_dims" and args:
+            inner, axis = self.of(args[0]), int(str(op.attributes.get("axis", -1)))
+            if inner is None or not 0 <= axis <= len(inner):
+                return (DATA,) * rank
+            return inner[:axis] + (0,) + inner[axis:]
+        if name == "tt.broadcast" and args:
+            inner, src = self.of(args[0]), self.module.values[args[0]].type
+            if inner is None or not isinstance(src, TensorType) or len(inner) != rank:
+                return (DATA,) * rank
+            return tuple(0 if n == 1 else s for s, n in zip(inner, src.shape))
+        if name in ("arith.addi", "tt.addptr", "arith.subi") and len(args) == 2:
+            a, b = self.of(args[0]), self.of(args[1])
+            if a is None or b is None or len(a) != len(b):
+                return (DATA,) * rank
+            return tuple(_add(x, y, -1 if name == "arith.subi" else 1) for x, y in zip(a, b))
+        if name == "arith.muli" and len(args) == 2:
+            return self._product(args, rank)
+        return (DATA,) * rank
+
+    def _product(self, args: tuple[int, ...], rank: int) -> Strides:
+        a, b = self.of(args[0]), self.of(args[1])
+        if a is None or b is None:
+            return (DATA,) * rank
+        for strides, same, kept in ((a, args[0], b), (b, args[1], a)):
+            if all(s == 0 for s in strides):  # this side is the same everywhere: a splat factor
+                factor = self._splat_value(same)
+                return tuple(_scale(s, factor) for s in kept)
+        return (DATA,) * rank  # two varying factors: not an affine address
+
+    def _splat_value(self, vid: int) -> Stride:
+        op = self.module.defining_op(vid)
+        if op is None:
+            return RUNTIME
+        if op.canonical_name == "tt.splat" and op.operands:
+            return self.scalar(op.operands[0])
+        if op.canonical_name == "arith.constant":
+            return self.scalar(vid)
+        return RUNTIME
+
+    def _loop_carried(self, vid: int, rank: int) -> Strides:
+        """An scf.for iter_arg: its initial value's strides (the loop adds a splat step each time)."""
+        value = self.module.values[vid]
+        owner = self.module.ops[value.owner]
+        if owner.canonical_name != "scf.for" or not owner.regions or not owner.regions[0].blocks:
+            return (DATA,) * rank
+        arguments = owner.regions[0].blocks[0].arguments
+        position = arguments.index(vid) if vid in arguments else -1
+        init = 3 + position - 1  # operands: lower bound, upper bound, step, then the iter_args' inits
+        if position < 1 or init >= len(owner.operands):
+            return (DATA,) * rank
+        return self.of(owner.operands[init]) or (DATA,) * rank
+
+
+# Where each op holds the addresses it reads or writes: the pointer tensor of tt.load/tt.store,
+# the offsets tensor of the buffer ops (`amdg.buffer_load %base[%offsets]`, `amdg.buffer_store
+# %value, %base[%offsets]`).
+ADDRESS_OPERAND = {"tt.load": 0, "tt.store": 0, "amdg.buffer_load": 1, "amdg.buffer_store": 2}
+
+
+def address_strides(strides: PointerStrides, op) -> Strides | None:
+    index = ADDRESS_OPERAND.get(op.canonical_name)
+    if index is None or index >= len(op.operands):
+        return None
+    return strides.of(op.operands[index])
