@@ -336,7 +336,7 @@ class BarriersPerIteration(Rule):
         excessive = step is not None and step >= EXCESSIVE
         if excessive:
             message += f"; that is {step} per K step where Triton's software-pipelined loops have {PIPELINED}"
-        fix = "a larger BLOCK_K (LDS permitting) halves the barriers per unit of K"
+        fix = self._tile_fix(ctx)
         narrow = [i for i in (fn.instructions[j] for j in loop.instructions)
                   if i.kind == isa.GLOBAL_LOAD and i.memory and i.memory.width_bytes and i.memory.width_bytes < 16]
         if unpipelined and narrow:
@@ -355,6 +355,27 @@ class BarriersPerIteration(Rule):
         return self.finding(ctx, stage=program.isa, path=program.path, lines=[b.line for b in bars],
                             python=python, severity="warning" if excessive else "info",
                             message=message, fix=fix, evidence=evidence)
+
+    @staticmethod
+    def _tile_fix(ctx) -> str:
+        """What halves the barriers per element of the loop, as far as this kernel's LDS and stages allow."""
+        from irscope.occupancy_amd import AMD_ARCHES
+        from irscope.occupancy_nvidia import nvidia_arch
+
+        opts = ctx.kernel.options
+        shared = opts.shared.value if opts.shared is not None else 0
+        arch = ctx.kernel.target.arch if ctx.kernel.target else ""
+        amd, nv = AMD_ARCHES.get(arch), nvidia_arch(arch)
+        most = amd.lds_pool if amd else (nv.shared_optin if nv else None)
+        if most and 2 * shared > most:
+            fix = (f"this tiling already holds {shared:,} B of LDS of the {most:,} a workgroup may have: no larger "
+                   "tile fits, so compare configs that trade num_stages for a larger tile along the loop")
+        else:
+            fix = ("a larger tile along the loop's dimension (BLOCK_K in a GEMM's K loop, the key block in "
+                   "attention), LDS permitting, halves the barriers per element the loop covers")
+        if opts.num_stages is not None and opts.num_stages.value == 1:
+            fix = "num_stages=1 leaves the loop unpipelined (num_stages=2 or more overlaps the next tile's loads); " + fix
+        return fix
 
     @staticmethod
     def _unpipelined(ctx, loop: LoopFacts) -> list[int]:
