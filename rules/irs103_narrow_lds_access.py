@@ -118,7 +118,13 @@ class NarrowLdsAccess(Rule):
                 loops = {loop.header: loop for loop in kernel_loops(ctx, program, fn)}
                 graph = ctx.graph(program, fn)
                 feeds = _matrix_feeds(fn) if program.isa == "amdgcn" else {}
+                threads = (module.num_warps or 0) * (module.threads_per_warp or 0)
                 for group in groups:
+                    if threads and tiles[group.python_line] // threads <= group.width:
+                        continue  # each thread's whole share of the tile in one access: nothing wider to do
+                    operand = _dot_operand(facts, module, group.python_line, group.direction)
+                    if operand is not None and _element_bytes(operand.element) >= DWORD and group.width >= DWORD:
+                        continue  # 32-bit operands (f32, tf32 matrix instructions) move 4 bytes a lane by nature
                     findings.append(self._finding(ctx, program, fn, graph, loops, feeds, facts, module, group))
         return findings
 
@@ -176,26 +182,31 @@ class NarrowLdsAccess(Rule):
 SMALL_TILE_BYTES = 2048
 
 
-def _tile_lines(facts) -> set[int]:
-    """Python lines where the TTGIR moves a tile (two dimensions, over 2 KiB) through LDS."""
-    lines = {m.python_line for m in facts.moves if m.kind in ("ttg.local_alloc", "ttg.local_store", "ttg.local_load")
-             and m.python_line and _is_tile(m.element, m.shape)}
-    lines |= {c.python_line for c in facts.conversions
-              if c.lowering == "shared_memory" and c.python_line and _is_tile(c.element, c.shape)}
+def _tile_lines(facts) -> dict[int, int]:
+    """Python line -> bytes of the largest tile (two dimensions, over 2 KiB) the TTGIR moves through LDS there."""
+    lines: dict[int, int] = {}
+    moved = [(m.python_line, m.element, m.shape) for m in facts.moves
+             if m.kind in ("ttg.local_alloc", "ttg.local_store", "ttg.local_load")]
+    moved += [(c.python_line, c.element, c.shape) for c in facts.conversions if c.lowering == "shared_memory"]
+    for line, element, shape in moved:
+        size = _tile_bytes(element, shape)
+        if line and size > SMALL_TILE_BYTES:
+            lines[line] = max(lines.get(line, 0), size)
     return lines
 
 
-def _is_tile(element: str, shape: tuple) -> bool:
+def _tile_bytes(element: str, shape: tuple) -> int:
+    """A tile's bytes; 0 for a vector (one dimension above 1); a dimension the type does not give counts large."""
     dims = [d for d in shape if d != 1]
-    if len(dims) < 2 or any(not isinstance(d, int) for d in dims):
-        return len(dims) >= 2  # a dimension the type does not give: keep it
+    if len(dims) < 2:
+        return 0
     count = 1
     for d in dims:
-        count *= d
-    return count * max(_element_bytes(element), 1) > SMALL_TILE_BYTES
+        count *= d if isinstance(d, int) else 1 << 20
+    return count * _element_bytes(element)
 
 
-def _narrow_groups(fn, tiles: set[int], facts) -> list[_Group]:
+def _narrow_groups(fn, tiles: dict[int, int], facts) -> list[_Group]:
     user = (facts.user_file or "").rsplit("/", 1)[-1]
     groups: dict[tuple[str, int, int], _Group] = {}
     for ins in fn.instructions:
