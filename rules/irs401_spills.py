@@ -26,7 +26,8 @@ class Spills(Rule):
     `.nv.local` section, and counts `ld.local`/`st.local` in the PTX (and `LDL`/`STL` in
     the SASS when irscope disassembles the cubin). SGPR spills with no scratch, which LLVM
     keeps in VGPR lanes (`v_writelane_b32`), are reported as info, and so is spill code that
-    runs once per thread: 64 accesses or fewer, none in a loop.
+    runs once per thread: 64 accesses or fewer, none in a loop, or on NVIDIA without the
+    SASS a stack frame of 32 bytes or less.
 
     ## Why is this bad?
     A spill turns a register access into a memory round trip: a scratch store, and later a
@@ -165,13 +166,17 @@ def _nvidia(rule, ctx, res: NvidiaResources):
         evidence["in_loop"] = sum(1 for _, looped in found if looped)
         return [rule.finding(ctx, stage=program.isa, path=program.path, lines=[i.line for i, _ in found],
                              python=python, message=message, fix=FIX, evidence=evidence, severity=_severity(found))]
+    # Without the SASS the spills' places are unknown; a frame of a few words holds a few registers.
+    small = not local and stack <= SMALL_FRAME
     return [rule.finding(ctx, stage="cubin", path=cubin or ctx.kernel.directory, fix=FIX, evidence=evidence,
+                         severity="info" if small else "warning",
                          message=message + " (`irscope scan --sass` lists the STL/LDL)")]
 
 
 # Spill code outside every loop, a few accesses in all, runs once per thread: it costs little
 # (the real-world ledger found such warnings false; fixtures/real_world/ledger/IRS401.jsonl).
 FEW_ACCESSES = 64
+SMALL_FRAME = 32  # bytes of stack per thread: 8 spilled registers at most
 
 
 def _severity(found) -> str:
