@@ -32,6 +32,7 @@ class Occupancy:
     # waves than it has SIMDs (one 2-wave workgroup: 1 wave on 2 of 4 SIMDs). 1 and 1 on NVIDIA.
     simds_used: int = 1
     simds: int = 1
+    waves: int = 0  # waves (warps) resident in one CU (SM): groups x waves per group; 0 in older reports
 
     @property
     def launchable(self) -> bool:
@@ -69,4 +70,4 @@ def occupancy_of(arch: str, unit: str, warps_per_group: int, max_active: int, pe
     limits = tuple(Limit(k, v) for k, v in allows.items())
     waves = groups * warps_per_group
     active = max(waves // per, 1) if waves else 0
-    return Occupancy(arch, unit, active, max_active, groups, limits, limiters, min(waves, per), per)
+    return Occupancy(arch, unit, active, max_active, groups, limits, limiters, min(waves, per), per, waves)

@@ -59,7 +59,7 @@ class OccupancyOne(Rule):
         occ = ctx.occupancy
         o = occ.occupancy
         if o.unit == "waves/SIMD":
-            if o.active != 1:
+            if o.active != 1 or o.waves > o.simds:  # 6 waves on 4 SIMDs: two of them hold 2
                 return []
             state = "1 wave per SIMD"
             if o.partial:  # fewer waves in the CU than SIMDs: some SIMDs idle for the kernel's whole run
