@@ -374,7 +374,8 @@ class BarriersPerIteration(Rule):
             fix = ("a larger tile along the loop's dimension (BLOCK_K in a GEMM's K loop, the key block in "
                    "attention), LDS permitting, halves the barriers per element the loop covers")
         if opts.num_stages is not None and opts.num_stages.value == 1:
-            fix = "num_stages=1 leaves the loop unpipelined (num_stages=2 or more overlaps the next tile's loads); " + fix
+            fix = ("num_stages=1 leaves the loop unpipelined (num_stages=2 or more overlaps the next tile's "
+                   "loads); " + fix)
         return fix
 
     @staticmethod

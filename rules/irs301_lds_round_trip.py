@@ -71,8 +71,10 @@ def users_of(module) -> dict[int, list]:
     return users
 
 
-def reaches_dot(vid: int, users) -> bool:
-    """Whether `vid` is a dot operand, possibly after ops that only move its elements."""
+def reaches_dot(vid: int, users, module=None) -> bool:
+    """Whether `vid` is a dot operand, possibly after ops that only move its elements, elementwise
+    work in a dot-operand layout (a scale applied after the read), or a trip through a loop's
+    iter_args (a pipelined prefetch read one iteration before its dot)."""
     stack, seen = [vid], set()
     while stack:
         current = stack.pop()
@@ -80,11 +82,36 @@ def reaches_dot(vid: int, users) -> bool:
             continue
         seen.add(current)
         for op in users.get(current, ()):
-            if op.canonical_name in DOTS:
+            name = op.canonical_name
+            if name in DOTS:
                 return True
-            if op.canonical_name in MOVES and op.operands and op.operands[0] == current:
+            if name in MOVES and op.operands and op.operands[0] == current:
                 stack.extend(op.results)
+            elif name.startswith(("arith.", "math.")) or name == "tt.fp_to_fp":
+                stack.extend(r for r in op.results if module is not None and _is_dot_operand_value(module, r))
+            elif name == "scf.yield" and module is not None and op.parent is not None:
+                stack.extend(_carried(module, op, current))
     return False
+
+
+def _is_dot_operand_value(module, vid: int) -> bool:
+    return getattr(encoding_of(module.values[vid].type), "name", None) == "dot_op"
+
+
+def _carried(module, yield_op, vid: int) -> list[int]:
+    """What an scf.for's yield of `vid` becomes: the next iteration's iter_arg and the loop's result."""
+    loop = module.ops[yield_op.parent]
+    if loop.canonical_name != "scf.for" or not loop.regions or not loop.regions[0].blocks:
+        return []
+    arguments = loop.regions[0].blocks[0].arguments
+    out = []
+    for i, operand in enumerate(yield_op.operands):
+        if operand == vid:
+            if i + 1 < len(arguments):
+                out.append(arguments[i + 1])
+            if i < len(loop.results):
+                out.append(loop.results[i])
+    return out
 
 
 def is_loaded(module, vid: int) -> bool:
@@ -103,11 +130,14 @@ class LdsRoundTrip(Rule):
       back with `ttg.local_load`, unless it is a GEMM operand being staged: a tile that is
       what a global load returned (possibly moved by `amdg.in_thread_transpose`,
       `ttg.convert_layout`, `tt.trans` or `tt.reshape`) and that is read back as a dot operand
-      (possibly through `tt.trans`). That is how a tiled GEMM feeds its MFMA/MMA and is not
-      reported. A tile computed in registers and then put through LDS to become a dot operand
-      (a dequantized weight tile) is reported;
+      (possibly through `tt.trans`, elementwise work in the dot-operand layout such as a
+      scale, or a loop's iter_args when the pipeliner reads it one iteration early). That is
+      how a tiled GEMM feeds its MFMA/MMA and is not reported. A tile computed in registers
+      and then put through LDS to become a dot operand (a dequantized weight tile) is
+      reported;
     - a `ttg.convert_layout` that irscope's model of the Triton version's lowering sends
-      through LDS (data crossing warps), unless it feeds a `tt.store` (IRS302 reports those).
+      through LDS (data crossing warps), unless it feeds a `tt.store` (IRS302 reports those)
+      or takes a just-loaded tile to a dot operand (staging written as a convert).
 
     It names the layout written and the layout read, with irscope's layout summaries, the
     ops and their TTGIR lines, and the kernel's Python line. A trip whose LDS write is inside
@@ -173,7 +203,7 @@ class LdsRoundTrip(Rule):
             if not writers or not readers or not all(r.results for r in readers):
                 continue
             loaded = all(is_loaded(module, w.operands[0]) for w in writers)
-            as_dot = all(reaches_dot(r.results[0], users) for r in readers)
+            as_dot = all(reaches_dot(r.results[0], users, module) for r in readers)
             if loaded and as_dot:
                 continue  # a GEMM operand staged through LDS
             key = (trip.stored_layout, trip.shared_layout, trip.loaded_layout, trip.element, trip.shape,
@@ -242,6 +272,8 @@ class LdsRoundTrip(Rule):
             used = "; used by " + ", ".join(f"{name} at line {line}" for line, name in consumers) if consumers else ""
             python = python_of(module, op, user_file)
             looped = op.loop_depth > 0
+            if is_loaded(module, op.operands[0]) and reaches_dot(op.results[0], users, module):
+                continue  # a just-loaded tile converted on its way to a dot: operand staging, as local_alloc is
             source_mma = getattr(encoding_of(src_ty), "name", None) in MMA_LAYOUTS
             atomic = any(name == "tt.atomic_rmw" for _, name in consumers)
             fix = FIX_LAYOUT

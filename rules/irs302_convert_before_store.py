@@ -14,6 +14,10 @@ from irscope.rules.irs301_lds_round_trip import (MMA_LAYOUTS, layout_name, lines
 OTHER_LDS_USERS = frozenset({"ttg.local_alloc", "tt.reduce", "tt.scan", "tt.histogram", "tt.gather",
                              "tt.atomic_rmw", "tt.atomic_cas", "tt.print", "tt.assert"})
 
+# A conversion of this many bytes or fewer moves a reduction's result (a row's sum, a block's max):
+# one barrier per program. The real-world ledger found each such finding to cost nothing.
+SMALL_BYTES = 64
+
 
 class ConvertBeforeStore(Rule):
     """A `convert_layout` through LDS right before the store to global memory.
@@ -25,7 +29,9 @@ class ConvertBeforeStore(Rule):
     with irscope's layout summaries, the convert and store lines in the TTGIR, the Python line
     of the store, the tile's size and the kernel's total LDS. Converts that stay in registers
     or use lane shuffles (gfx950's epilogue in Triton 3.6+) are not reported: they need no
-    LDS. A convert that feeds `tl.atomic_add` is IRS301's.
+    LDS. A convert that feeds `tl.atomic_add` is IRS301's. Nor are a convert into the dot's
+    own (MMA) layout, which brings a loaded bias or scale to the accumulator while the store
+    already writes from the MMA layout, and one of 64 bytes or less, a reduction's result.
 
     ## Why is this bad?
     The ROCm guide (OPTIMIZE_EPILOGUE): by default the results of the MFMA instructions are
@@ -93,6 +99,10 @@ class ConvertBeforeStore(Rule):
             store_ops = sorted({s.index: s for s in store_ops}.values(), key=lambda s: s.line)
             src_layout = encoding_of(src_ty)
             from_mma = getattr(src_layout, "name", None) in MMA_LAYOUTS
+            if getattr(encoding_of(dst_ty), "name", None) in MMA_LAYOUTS:
+                continue  # a bias or scale brought to the dot's layout: the store writes from the MMA layout already
+            if tile_bytes(dst_ty) <= SMALL_BYTES:
+                continue  # a reduction's result (a few bytes a program): the round trip costs one barrier
             python = python_of(module, store_ops[0], user_file)
             nbytes = tile_bytes(dst_ty)
             if shared is None:

@@ -20,7 +20,8 @@ class GridTooSmall(Rule):
 
     ## What it does
     Reports a launch with fewer workgroups (blocks) than the device has CUs (SMs): some
-    CUs get no work for the whole launch (warning). It says how many the device holds at
+    CUs get no work for the whole launch (a warning when fewer than half of them get any,
+    info otherwise: often the problem's own size, one program per row or chunk). It says how many the device holds at
     once: its CUs times the workgroups per CU the kernel's occupancy allows. A grid of at
     least one workgroup per CU is left alone (a tail of partly filled CUs, or a persistent
     grid sized to the CUs, is not this rule's concern), and so is a single workgroup, a
@@ -92,8 +93,10 @@ class GridTooSmall(Rule):
         # workgroup is a kernel meant to run alone (a final pass over partial results).
         if groups >= units or groups == 1:
             return None
+        # Most CUs busy (256 workgroups on 304 CUs) is a small loss, often the problem's own size
+        # (one program per row or chunk): info. Fewer than half of the CUs with work: a warning.
         return self.finding(
-            ctx, **where, evidence=evidence, severity="warning",
+            ctx, **where, evidence=evidence, severity="warning" if 2 * groups < units else "info",
             message=f"grid {grid} = {groups} workgroups; the device holds {resident} at once ({units} {unit}s x "
                     f"{per_unit}): {units - groups} {unit}{' gets' if units - groups == 1 else 's get'} none",
             fix="more, smaller programs: a smaller BLOCK size (BLOCK_M/BLOCK_N in a GEMM), split-K, or a "
