@@ -17,8 +17,6 @@ from __future__ import annotations
 from irscope.stand_in_devices import DEVICES
 from irscope.stand_in_torch import STAND_IN_MS, Questions, install_torch
 
-TARGETS = DEVICES  # the --target names
-
 
 def stand_in_bench(questions: Questions, name: str):
     """`triton.testing.do_bench` and its kin without a GPU: each call launches (so compiles) the
