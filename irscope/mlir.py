@@ -105,6 +105,18 @@ class Op:
         return self.canonical_name.partition(".")[0]
 
 
+# An scf.for's operands: lower bound, upper bound, step, then one init per iter_arg.
+FOR_INIT_OPERANDS = 3
+
+
+def iter_args(loop: Op) -> tuple[int, ...]:
+    """An scf.for's iter_args (its body's block arguments after the induction variable), in the
+    order of its inits (operands from FOR_INIT_OPERANDS) and of its results; () for another op."""
+    if loop.canonical_name != "scf.for" or not loop.regions or not loop.regions[0].blocks:
+        return ()
+    return loop.regions[0].blocks[0].arguments[1:]
+
+
 @dataclass(frozen=True, eq=False)
 class MlirModule:
     path: str

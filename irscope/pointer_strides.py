@@ -26,7 +26,7 @@ import re
 from typing import Union
 
 from irscope.ir_types import TensorType
-from irscope.mlir import MlirModule
+from irscope.mlir import FOR_INIT_OPERANDS, MlirModule, iter_args
 
 RUNTIME = "runtime"  # a scalar the kernel reads at run time: a stride argument, a loop counter
 DATA = "data"  # from loaded data, or a pattern this reader does not follow
@@ -139,17 +139,11 @@ class PointerStrides:
 
     def _loop_carried(self, vid: int, rank: int) -> Strides:
         """An scf.for iter_arg: its initial value's strides (the loop adds a splat step each time)."""
-        value = self.module.values[vid]
-        owner = self.module.ops[value.owner]
-        if owner.canonical_name != "scf.for" or not owner.regions or not owner.regions[0].blocks:
+        owner = self.module.ops[self.module.values[vid].owner]
+        carried = iter_args(owner)
+        if vid not in carried or FOR_INIT_OPERANDS + carried.index(vid) >= len(owner.operands):
             return (DATA,) * rank
-        arguments = owner.regions[0].blocks[0].arguments
-        position = arguments.index(vid) if vid in arguments else -1
-        init = 3 + position - 1  # operands: lower bound, upper bound, step, then the iter_args' inits
-        if position < 1 or init >= len(owner.operands):
-            return (DATA,) * rank
-        return self.of(owner.operands[init]) or (DATA,) * rank
-
+        return self.of(owner.operands[FOR_INIT_OPERANDS + carried.index(vid)]) or (DATA,) * rank
 
 # Where each op holds the addresses it reads or writes: the pointer tensor of tt.load/tt.store,
 # the offsets tensor of the buffer ops (`amdg.buffer_load %base[%offsets]`, `amdg.buffer_store

@@ -7,6 +7,7 @@ from math import prod
 
 from irscope.ir_types import TensorType, element_of, encoding_of
 from irscope.layout_graph import GLOBAL_LOADS
+from irscope.mlir import iter_args
 from irscope.opgraph import value_flow
 from irscope.rule import Rule
 from irscope.source_map import user_frame
@@ -101,18 +102,13 @@ def _is_dot_operand_value(module, vid: int) -> bool:
 def _carried(module, yield_op, vid: int) -> list[int]:
     """What an scf.for's yield of `vid` becomes: the next iteration's iter_arg and the loop's result."""
     loop = module.ops[yield_op.parent]
-    if loop.canonical_name != "scf.for" or not loop.regions or not loop.regions[0].blocks:
-        return []
-    arguments = loop.regions[0].blocks[0].arguments
-    out = []
+    carried, out = iter_args(loop), []
+    if loop.canonical_name != "scf.for":
+        return out
     for i, operand in enumerate(yield_op.operands):
         if operand == vid:
-            if i + 1 < len(arguments):
-                out.append(arguments[i + 1])
-            if i < len(loop.results):
-                out.append(loop.results[i])
+            out += [*carried[i:i + 1], *loop.results[i:i + 1]]
     return out
-
 
 def is_loaded(module, vid: int) -> bool:
     """The value is what global loads returned, possibly moved between threads (not computed)."""
