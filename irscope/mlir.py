@@ -19,6 +19,8 @@ CORE_DIALECTS = frozenset({"tt", "ttg", "ttng", "amdg", "scf", "arith", "math", 
 LOOP_OPS = frozenset({"scf.for", "scf.while"})
 # Ops whose body is a function (IsolatedFromAbove in MLIR).
 FUNCTION_OPS = frozenset({"tt.func", "llvm.func", "func.func"})
+# The ops that multiply tiles on the matrix units (MFMA, mma/wgmma), in every Triton version.
+DOT_OPS = ("tt.dot", "tt.dot_scaled", "ttng.warp_group_dot", "ttng.dot_async")
 
 
 def canonical_op_name(name: str) -> str:

@@ -158,6 +158,10 @@ class NvidiaResources:
     maxnreg: Fact[int] | None = None
     ptx_version: Fact[str] | None = None
     ptx_target: Fact[str] | None = None
+    # From the PTX: local arrays LLVM allocated (`.local ... __local_depot0[N]`) are part of
+    # the stack frame but are not spills; libdevice's sin/cos slow path is the usual one.
+    local_depot: Fact[int] | None = None
+    trig_reduction: Fact[str] | None = None
 
     @property
     def local_memory_bytes(self) -> int | None:

@@ -18,13 +18,18 @@ _DIRECTIVES = re.compile(
     |^[ \t]*\.target[ \t]+(?P<target>[\w]+)               # .target sm_90a
     |^[ \t]*\.(?P<ntid>reqntid|maxntid)[ \t]+(?P<dims>\d+(?:[ \t]*,[ \t]*\d+)*)   # .reqntid 128
     |^[ \t]*\.maxnreg[ \t]+(?P<maxnreg>\d+)               # .maxnreg 128
+    |^[ \t]*\.local[ \t]+\.align[ \t]+\d+[ \t]+\.b8[ \t]+__local_depot\d+\[(?P<depot>\d+)\]   # an alloca's frame
+    |^[ \t]*\.global[ \t]+\.align[ \t]+\d+[ \t]+\.b8[ \t]+(?P<trig>__cudart_i2opi_[fd])\[   # sin/cos slow path
     """,
     re.M | re.X,
 )
 
 
 def parse_ptx_directives(text: str, path: str) -> dict[str, Fact]:
-    """Returns facts keyed `ptx_version`, `ptx_target`, `reqntid` (or maxntid), `maxnreg`."""
+    """Returns facts keyed `ptx_version`, `ptx_target`, `reqntid` (or maxntid), `maxnreg`, and
+    `local_depot` (the bytes of local arrays LLVM gave the thread: allocas it could not keep in
+    registers) and `trig_reduction` (libdevice's sin/cos argument-reduction table, whose slow
+    path for huge arguments is what such an array holds in Triton kernels) when present."""
     lines = LineIndex(text)
     found: dict[str, Fact] = {}
 
@@ -41,4 +46,8 @@ def parse_ptx_directives(text: str, path: str) -> dict[str, Fact]:
             put("reqntid", dims, m, f".{m['ntid']}")
         elif m["maxnreg"]:
             put("maxnreg", int(m["maxnreg"]), m, ".maxnreg")
+        elif m["depot"]:
+            put("local_depot", int(m["depot"]), m, "__local_depot")
+        elif m["trig"]:
+            put("trig_reduction", m["trig"], m, "libdevice's Payne-Hanek table")
     return found

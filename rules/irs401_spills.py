@@ -5,12 +5,20 @@ from __future__ import annotations
 from collections import Counter
 
 from irscope.isa import LOCAL_LOAD, LOCAL_STORE
+from irscope.mlir import DOT_OPS
 from irscope.model import AmdResources, NvidiaResources
 from irscope.rule import Rule
 
-FIX = ("keep fewer values live: smaller BLOCK_M/BLOCK_N (or BLOCK_K), more num_warps for the same tile, "
-       "fewer num_stages; on AMD do not ask waves_per_eu for more waves than the registers allow, "
-       "on NVIDIA raise or drop maxnreg")
+def _fix(ctx) -> str:
+    """Keep fewer values live, in the kernel's own terms: a GEMM's tiles and stages, another kernel's
+    block; the register cap of the kernel's own target."""
+    has_dot = ctx.ttgir is not None and any(True for _ in ctx.ttgir.ops_named(*DOT_OPS))
+    tiles = ("smaller BLOCK_M/BLOCK_N (or BLOCK_K), more num_warps for the same tile, fewer num_stages"
+             if has_dot else "a smaller block per program (BLOCK_SIZE, XBLOCK/RBLOCK), or more num_warps for "
+                              "the same block")
+    cap = ("do not ask waves_per_eu for more waves than the registers allow" if ctx.backend == "hip"
+           else "raise or drop maxnreg where it is set")
+    return f"keep fewer values live: {tiles}; {cap}"
 
 
 class Spills(Rule):
@@ -27,7 +35,11 @@ class Spills(Rule):
     the SASS when irscope disassembles the cubin). SGPR spills with no scratch, which LLVM
     keeps in VGPR lanes (`v_writelane_b32`), are reported as info, and so is spill code that
     runs once per thread: 64 accesses or fewer, none in a loop, or on NVIDIA without the
-    SASS a stack frame of 32 bytes or less.
+    SASS a stack frame of 32 bytes or less. A local array is not a spill: the PTX's own
+    `ld.local`/`st.local` are the accesses of arrays LLVM allocated (`__local_depot`), and
+    the frame beyond them is what ptxas spilled. In Triton kernels that array is nearly
+    always libdevice's sin/cos argument reduction for huge arguments (`__cudart_i2opi_f`),
+    reported as info since it runs only for such arguments.
 
     ## Why is this bad?
     A spill turns a register access into a memory round trip: a scratch store, and later a
@@ -47,7 +59,10 @@ class Spills(Rule):
     On sm_90 the same kernel (16x512) has a 488-byte stack frame per thread (cuobjdump
     `STACK:488`) and 92 `STL` / 92 `LDL` in its SASS. The GEMM built with
     `waves_per_eu=3` (fixture `gemm_wpe3`, gfx942, Triton 3.6) spills 53 VGPRs: 39 of its
-    111 scratch accesses are in the K loop.
+    111 scratch accesses are in the K loop. Inductor's RoPE kernels for an H100 (the
+    real-world corpus) declare `.local .align 4 .b8 __local_depot0[28]` for sin/cos: a 32-byte
+    frame with no spill (info); four of their configs have a 72-byte frame, 40 bytes of which
+    are 9 spilled registers (`STL [R1+0x20]` ... `[R1+0x40]` in the SASS).
 
     ## How to fix it in the kernel
     Keep fewer values live at once: smaller `BLOCK_M`/`BLOCK_N` (or `BLOCK_K`), more
@@ -136,7 +151,7 @@ def _amd(rule, ctx, res: AmdResources):
         text, python = _describe(found, "scratch accesses")
         message += f": {text}"
     return [rule.finding(ctx, stage="amdgcn", path=path, lines=[i.line for i, _ in found] + meta_lines,
-                         python=python, message=message, fix=FIX, evidence=evidence, severity=_severity(found))]
+                         python=python, message=message, fix=_fix(ctx), evidence=evidence, severity=_severity(found))]
 
 
 def _nvidia(rule, ctx, res: NvidiaResources):
@@ -145,9 +160,15 @@ def _nvidia(rule, ctx, res: NvidiaResources):
     sass, in_sass = _accesses(ctx, "sass")
     if not (stack or local or in_ptx or in_sass):
         return []
+    depot = _value(res.local_depot)
+    if depot and in_ptx and not local and stack <= _frame_of(depot):
+        return [_local_array(rule, ctx, res, ptx, in_ptx)]
     cubin = next((f.origin.path for f in (res.stack_bytes, res.local_bytes) if f is not None), None)
     parts = []
-    if stack:
+    if stack and depot:  # PTX ld.local/st.local are the array's; what ptxas spilled is the rest of the frame
+        parts.append(f"a {stack}-byte stack frame per thread (EIATTR_MIN_STACK_SIZE in the cubin): "
+                     f"{stack - _frame_of(depot)} B of spilled registers beside {_array_of(res)}")
+    elif stack:
         parts.append(f"a {stack}-byte stack frame per thread (EIATTR_MIN_STACK_SIZE in the cubin)")
     if local:
         parts.append(f"{local} B of static local memory (.nv.local)")
@@ -160,15 +181,15 @@ def _nvidia(rule, ctx, res: NvidiaResources):
                 "sass_accesses": len(in_sass)}
     # Point at the instructions when an assembly has them: SASS (the spills themselves), else PTX.
     program, found, what = (sass, in_sass, "LDL/STL") if in_sass else (ptx, in_ptx, "ld.local/st.local")
-    if found:
+    if found and not (depot and program is ptx):  # the PTX's accesses are the array's, not the spills'
         text, python = _describe(found, f"{what} accesses")
         message += f"; {text}"
         evidence["in_loop"] = sum(1 for _, looped in found if looped)
         return [rule.finding(ctx, stage=program.isa, path=program.path, lines=[i.line for i, _ in found],
-                             python=python, message=message, fix=FIX, evidence=evidence, severity=_severity(found))]
+                             python=python, message=message, fix=_fix(ctx), evidence=evidence, severity=_severity(found))]
     # Without the SASS the spills' places are unknown; a frame of a few words holds a few registers.
-    small = not local and stack <= SMALL_FRAME
-    return [rule.finding(ctx, stage="cubin", path=cubin or ctx.kernel.directory, fix=FIX, evidence=evidence,
+    small = not local and stack - (_frame_of(depot) if depot else 0) <= SMALL_FRAME
+    return [rule.finding(ctx, stage="cubin", path=cubin or ctx.kernel.directory, fix=_fix(ctx), evidence=evidence,
                          severity="info" if small else "warning",
                          message=message + " (`irscope scan --sass` lists the STL/LDL)")]
 
@@ -182,3 +203,42 @@ SMALL_FRAME = 32  # bytes of stack per thread: 8 spilled registers at most
 def _severity(found) -> str:
     in_loop = any(looped for _, looped in found)
     return "warning" if in_loop or len(found) > FEW_ACCESSES else "info"
+
+
+def _frame_of(depot: int) -> int:
+    """The stack frame a local array of `depot` bytes takes: ptxas keeps frames 8-byte aligned."""
+    return -(-depot // 8) * 8
+
+
+def _array_of(res: NvidiaResources) -> str:
+    if res.trig_reduction is not None:
+        return f"the {res.local_depot.value}-byte local array of libdevice's sin/cos argument reduction"
+    return f"a {res.local_depot.value}-byte local array (__local_depot in the PTX)"
+
+
+def _local_array(rule, ctx, res: NvidiaResources, ptx, found):
+    """No register spilled: the frame is a local array LLVM allocated. In Triton kernels it is
+    nearly always libdevice's sin/cos reduction for huge arguments (Payne-Hanek, `__cudart_i2opi_f`),
+    which runs only for such arguments; any other array is indexed by a run-time value."""
+    text, python = _describe(found, "ld.local/st.local accesses")
+    evidence = {"stack_bytes": _value(res.stack_bytes), "local_depot": res.local_depot.value,
+                "ptx_accesses": len(found), "in_loop": sum(1 for _, looped in found if looped)}
+    lines = [i.line for i, _ in found]
+    evidence["depot_line"] = res.local_depot.origin.line
+    if res.trig_reduction is not None:
+        return rule.finding(
+            ctx, stage="ptx", path=ptx.path, lines=lines, python=python,
+            severity="info", evidence=evidence,
+            message=f"no register spilled: the {res.stack_bytes.value}-byte stack frame is {_array_of(res)} "
+                    f"(__local_depot at .ptx line {res.local_depot.origin.line}, filled from __cudart_i2opi_f: the "
+                    f"Payne-Hanek slow path for arguments too large for the fast reduction); {text}, all on "
+                    f"that path",
+            fix="nothing to do while the sin/cos arguments stay moderate (angles, positions times "
+                "frequencies): the slow path never runs; where they can be huge, reduce them first "
+                "(x - 2*pi*round(x / (2*pi))) or use an approximate sin/cos where its accuracy suffices")
+    return rule.finding(
+        ctx, stage="ptx", path=ptx.path, lines=lines, python=python, severity=_severity(found), evidence=evidence,
+        message=f"no register spilled: the {res.stack_bytes.value}-byte stack frame is {_array_of(res)}, an "
+                f"array LLVM could not keep in registers because it is indexed by a run-time value; {text}",
+        fix="index the array only with compile-time constants (unrolled tl.static_range loops, tl.where "
+            "selects), or keep the values in a tensor, so that they stay in registers")

@@ -48,11 +48,12 @@ def test_the_corpus_is_what_its_manifest_says(reports):
 def test_inductor_launches_are_recorded_on_a_real_gpu(reports):
     """torch.compile launches through a static CUDA launcher of its own; the script runner turns it
     off (irscope/runner_child.py), so an H100 run of a compiled Llama block records its launches:
-    every kernel inductor ran has its grid, the GEMM templates' included."""
+    197 of its 235 kernels have their grids, the GEMM templates' included (the rest are autotuning
+    candidates compiled and benchmarked outside the launcher: 31 GEMM-template configs, 7 others)."""
     report = reports[("sm_90", "inductor_llama_block")]
     launched = [k for k in report.kernels if k.launches]
-    assert len(launched) > 0.9 * len(report.kernels)
-    assert any(k.kernel.name.startswith("triton_mm") for k in launched)
+    assert len(launched) >= 0.8 * len(report.kernels)
+    assert sum(k.kernel.name.startswith("triton_mm") for k in launched) >= 10
 
 
 def test_the_ledger_knows_every_finding(seen):
@@ -138,3 +139,39 @@ def test_a_cu_with_fewer_waves_than_simds_is_one_wave_per_simd(reports):
         assert occupancy_cell(kr.occupancy).startswith(f"1/8 on {o.simds_used}/4")
         (f,) = [f for f in kr.findings if f.code == "IRS404"]
         assert f"1 wave per SIMD, on {o.simds_used} of the CU's 4 SIMDs" in f.message
+
+
+def test_a_local_array_is_not_a_spill(reports):
+    """Inductor's RoPE kernels call sin/cos; libdevice's slow path for huge arguments keeps a 28-byte
+    array in local memory (`__local_depot0[28]`, filled from `__cudart_i2opi_f`). Its ld/st.local are
+    in the PTX, and the cubin's 32-byte frame is that array: IRS401 called it a spill (warning) on 40
+    kernels. It is info and says no register spilled; where the frame is larger (72 B), the rest is
+    what ptxas spilled (40 B, 9 STL/LDL pairs in the SASS), still a warning."""
+    arrays, spills = 0, 0
+    for kr in reports[("sm_90", "inductor_llama_block")].kernels:
+        res = kr.resources
+        if res is None or res.local_depot is None:
+            continue
+        assert res.local_depot.value == 28 and "__local_depot" in _line(res.local_depot.origin)
+        assert res.trig_reduction is not None and "__cudart_i2opi_f" in _line(res.trig_reduction.origin)
+        (finding,) = [f for f in kr.findings if f.code == "IRS401"]
+        if res.stack_bytes.value == 32:
+            arrays += 1
+            assert finding.severity == "info" and finding.message.startswith("no register spilled")
+            assert finding.stage == "ptx" and "st.local" in _line_of(finding)
+        else:
+            spills += 1
+            assert finding.severity == "warning" and "40 B of spilled registers" in finding.message
+    assert arrays >= 30 and spills >= 1
+
+
+def _line(origin) -> str:
+    from pathlib import Path
+
+    return Path(origin.path).read_text().splitlines()[origin.line - 1]
+
+
+def _line_of(finding) -> str:
+    from pathlib import Path
+
+    return Path(finding.path).read_text().splitlines()[finding.line - 1]
