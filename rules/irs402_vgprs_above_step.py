@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from irscope.occupancy import occupancy_for
 from irscope.rule import Rule
 
 # The largest cut reported, in VGPRs: one allocation granule on CDNA (8 on gfx90a/942/950, the
@@ -64,6 +65,9 @@ class VgprsAboveStep(Rule):
         occ = ctx.occupancy
         if "vgpr" not in occ.occupancy.limiters:
             return []
+        capped = self._capped(ctx)
+        if capped is not None:
+            return [capped]
         step = next((s for s in occ.steps if s.name == "vgprs" and not s.also), None)
         if step is None or step.now - step.to > MAX_CUT:
             return []
@@ -87,3 +91,29 @@ class VgprsAboveStep(Rule):
             evidence={"vgprs": step.now, "step_vgprs": step.to, "cut": step.now - step.to, "active": now,
                       "active_after": step.active},
         )]
+
+    def _capped(self, ctx):
+        """waves_per_eu=N with fewer VGPRs used than N waves allow: LLVM pads the allocation
+        (`.amdhsa_next_free_vgpr` above `.vgpr_count`) so that no more than N waves fit, and the cap, not the
+        kernel's registers, sets occupancy (gemlite's configs: 50 used, 169 allocated, 2 waves per SIMD)."""
+        occ, o = ctx.occupancy, ctx.occupancy.occupancy
+        used, allocated, asked = getattr(ctx.resources, "vgpr_total", None), occ.input("vgprs"), occ.input("waves_per_eu")
+        if used is None or allocated is None or asked is None or allocated <= used.value:
+            return None
+        free = occupancy_for(o.arch, {i.name: i.value for i in occ.inputs} | {"vgprs": used.value}).occupancy
+        if free.active <= o.active:
+            return None  # another resource binds at the same point: the cap costs nothing
+        then = ("the hardware's maximum" if free.active >= free.max_active
+                else f"{'+'.join(free.limiters)} then limit{'s' if len(free.limiters) == 1 else ''}")
+        return self.finding(
+            ctx, **input_artifact(ctx, "vgprs"),
+            severity="warning" if o.active <= o.max_active // 2 else "info",
+            message=f"waves_per_eu={asked} caps occupancy at {o.active} {o.unit}: LLVM allocates {allocated} VGPRs a "
+                    f"wave (.amdhsa_next_free_vgpr) where the kernel uses {used.value} (.vgpr_count), so that no more "
+                    f"than {asked} waves fit; without the cap {free.active} {o.unit} fit ({then})",
+            fix=f"raise waves_per_eu to {free.active} or drop it: the kernel needs only {used.value} VGPRs, and "
+                "occupancy then follows its own use; keep the cap only where a measurement shows fewer waves run "
+                "faster (less cache thrashing)",
+            evidence={"vgprs": used.value, "allocated_vgprs": allocated, "waves_per_eu": asked, "active": o.active,
+                      "active_after": free.active},
+        )

@@ -90,10 +90,32 @@ class LdsLimitedOccupancy(Rule):
         stages = ctx.kernel.options.num_stages
         fix = f"fewer num_stages (now {stages.value})" if stages is not None else "fewer num_stages"
         fix += ", a smaller BLOCK_K or smaller tiles"
-        if others:
-            cuts = " and ".join(f"{NAMES.get(s.name, s.name)} to {s.to} (now {s.now})" for s in others)
-            message += f" only with {cuts} as well: both bind at {o.active}"
-            fix += "; cut " + " and ".join(f"{NAMES.get(s.name, s.name)} to {s.to}" for s in others) + " too"
+        cuts, fixes = [], []
+        # waves_per_eu=N makes LLVM pad the VGPR allocation so that no more than N waves fit: a step past N
+        # needs the cap raised, and a VGPR "cut" down to what the kernel uses is that padding, nothing more.
+        asked = occ.input("waves_per_eu") if o.unit == "waves/SIMD" else None
+        capped = asked is not None and after > asked
+        used = getattr(ctx.resources, "vgpr_total", None)
+        spills = _spills(ctx)
+        for other in others:
+            name = NAMES.get(other.name, other.name)
+            if other.name == "vgprs" and capped and used is not None and other.to >= used.value:
+                continue  # only the padding: raising waves_per_eu removes it
+            cuts.append(f"{name} to {other.to} (now {other.now})")
+            if other.name in ("vgprs", "registers") and spills:
+                fixes.append(f"{name} cannot be cut: the kernel already spills {spills}, so only smaller tiles "
+                             "(fewer live values) reach the step")
+            else:
+                fixes.append(f"cut {name} to {other.to} too")
+        if capped:
+            cuts.append(f"waves_per_eu raised to {after} (now {asked}: LLVM pads the VGPR allocation to hold at most "
+                        f"{asked} waves per SIMD)")
+            fixes.append(f"raise waves_per_eu to {after} (or drop it)")
+        if cuts:
+            message += f" only with {' and '.join(cuts)} as well"
+            if others:
+                message += f": both bind at {o.active}"
+            fix += "; " + "; ".join(fixes)
         # Info where LDS is not alone, on NVIDIA (pipelined GEMMs trade occupancy for stages by
         # design), and at 5+ waves per SIMD, which usually hide latency already.
         alone = not step.also and limiter == "lds" and o.active <= o.max_active // 2
@@ -124,3 +146,15 @@ class LdsLimitedOccupancy(Rule):
             + ", a smaller BLOCK_K or smaller tiles; or drop the config from the autotune list",
             evidence={"bytes": needed or 0, "limit": has or 0},
         )
+
+
+def _spills(ctx) -> str | None:
+    """"18 VGPRs" / "440 B of stack" where the kernel already spills registers: a register cut is no fix then."""
+    res = ctx.resources
+    vgpr = getattr(res, "vgpr_spill", None)
+    if vgpr is not None and vgpr.value:
+        return f"{vgpr.value} VGPRs"
+    stack = getattr(res, "stack_bytes", None)
+    if stack is not None and stack.value:
+        return f"{stack.value} B of stack (local memory)"
+    return None

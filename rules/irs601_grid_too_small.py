@@ -12,6 +12,7 @@ from __future__ import annotations
 from math import prod
 
 from irscope.rule import Rule
+from irscope.rules._program_work import has_loop, program_work
 
 
 
@@ -89,15 +90,69 @@ class GridTooSmall(Rule):
                         "torch.cuda.get_device_properties(...).multi_processor_count, which --target answers")
             return None
         units = launch.compute_units
-        # Every CU busy is not this rule's concern (a tail, a persistent grid sized to the CUs); one
-        # workgroup is a kernel meant to run alone (a final pass over partial results).
-        if groups >= units or groups == 1:
+        module = ctx.ttgir
+        if groups >= units:
+            return self._persistent(ctx, launch, where, evidence, grid, groups, per_unit, unit, module)
+        # One workgroup is a kernel meant to run alone (a final pass over partial results).
+        if groups == 1:
             return None
-        # Most CUs busy (256 workgroups on 304 CUs) is a small loss, often the problem's own size
-        # (one program per row or chunk): info. Fewer than half of the CUs with work: a warning.
+        work = program_work(module) if module is not None else None
+        message = (f"grid {grid} = {groups} workgroups; the device holds {resident} at once ({units} {unit}s x "
+                   f"{per_unit}): {units - groups} {unit}{' gets' if units - groups == 1 else 's get'} none")
+        # Most CUs busy (256 workgroups on 304 CUs) is a small loss: info. Fewer than half of the CUs with
+        # work: a warning, unless the grid is the problem's own size and nothing in the kernel splits it.
+        severity = "warning" if 2 * groups < units else "info"
+        if work is not None and work.kind == "whole":
+            severity = "info"
+            message += f"; each program {work.what}"
+        return self.finding(ctx, **where, evidence=evidence, severity=severity, message=message,
+                            fix=split_fix(work, groups, units, unit))
+
+    def _persistent(self, ctx, launch, where, evidence, grid, groups, per_unit, unit, module):
+        """A grid of k workgroups per CU (sized to the CU count, the program looping over its share of the
+        work) where the kernel's occupancy lets more than k share a CU: the CUs run below what fits."""
+        units = launch.compute_units
+        if groups % units or groups // units >= per_unit or module is None or not has_loop(module):
+            return None  # a tail of partly filled CUs, or one that fills what the occupancy allows
+        each = groups // units
+        occ = ctx.occupancy.occupancy
+        warps = ctx.kernel.options.num_warps.value if ctx.kernel.options.num_warps else None
+        if warps is None or not occ.simds:
+            return None
+        now = max(each * warps // occ.simds, 1)  # waves per SIMD (AMD) or warps per SM (simds is 1 there)
+        if 2 * now >= occ.max_active:  # half the hardware's waves or more: latency is mostly hidden already
+            return None
         return self.finding(
-            ctx, **where, evidence=evidence, severity="warning" if 2 * groups < units else "info",
-            message=f"grid {grid} = {groups} workgroups; the device holds {resident} at once ({units} {unit}s x "
-                    f"{per_unit}): {units - groups} {unit}{' gets' if units - groups == 1 else 's get'} none",
-            fix="more, smaller programs: a smaller BLOCK size (BLOCK_M/BLOCK_N in a GEMM), split-K, or a "
+            ctx, **where, evidence=evidence, severity="info",
+            message=f"grid {grid} = {groups} workgroups, {each} per {unit} on {units} {unit}s (a grid sized to the "
+                    f"{unit} count; its programs loop over their share): the occupancy lets {per_unit} share a "
+                    f"{unit} ({units * per_unit} at once), so it runs at {now} {occ.unit} where {occ.active} fit",
+            fix=f"size the grid to the workgroups that fit at once ({unit}s x {per_unit} = {units * per_unit}, "
+                f"from the occupancy) rather than to the {unit} count: each program's share of the loop shrinks and "
+                f"each {unit} has {occ.active} {occ.unit} to switch between while loads are in flight (partial "
+                "results sized by the grid grow with it)")
+
+
+def split_fix(work, groups: int, units: int, unit: str) -> str:
+    """The split that gives this kernel more programs, or that its grid is the problem's own size."""
+    if work is None:
+        return ("more, smaller programs: a smaller BLOCK size (BLOCK_M/BLOCK_N in a GEMM), split-K, or a "
                 "persistent kernel sized to the device")
+    tile = "x".join(map(str, work.shape))
+    if work.kind == "whole":
+        return (f"nothing to tune: the grid is the problem's own size ({groups} programs, one row, chunk or block "
+                f"each, for {units} {unit}s); more programs would need a cross-program reduction (partial results "
+                "and a second pass), which does not pay at this size; only a larger batch fills the device")
+    if work.kind == "rows":
+        return (f"fewer rows per program: each program {work.what}; half the row block ({work.shape[0] // 2} "
+                f"rows) gives {2 * groups} programs")
+    if work.kind == "gemm":
+        return (f"a smaller output tile (the accumulator is {tile}: BLOCK_M/BLOCK_N) or split-K (the loop's K range "
+                "split over programs, partials added with tl.atomic_add or a second pass)")
+    if work.kind == "recurrence":
+        return (f"a smaller state block (each program {work.what}: a smaller block of its columns, e.g. BV, gives "
+                "more programs); the loop itself is sequential, so splitting it needs a split of the sequence with "
+                "a pass that merges the pieces")
+    if work.kind == "dots":
+        return f"a smaller output tile (the dots produce {tile} tiles): each program {work.what}"
+    return f"more, smaller programs: each program {work.what}; a smaller BLOCK gives more programs over the same data"
