@@ -140,9 +140,10 @@ def split_fix(work, groups: int, units: int, unit: str) -> str:
                 "persistent kernel sized to the device")
     tile = "x".join(map(str, work.shape))
     if work.kind == "whole":
-        return (f"nothing to tune: the grid is the problem's own size ({groups} programs, one row, chunk or block "
-                f"each, for {units} {unit}s); more programs would need a cross-program reduction (partial results "
-                "and a second pass), which does not pay at this size; only a larger batch fills the device")
+        return (f"nothing to tune in the kernel's parameters: the grid is the problem's own size ({groups} programs, "
+                f"one row, chunk or block each, for {units} {unit}s); more programs would need a cross-program "
+                "reduction (partial results and a second pass), a redesign worth it only if this launch shows in a "
+                "profile; a larger batch fills the device")
     if work.kind == "rows":
         return (f"fewer rows per program: each program {work.what}; half the row block ({work.shape[0] // 2} "
                 f"rows) gives {2 * groups} programs")
@@ -154,5 +155,7 @@ def split_fix(work, groups: int, units: int, unit: str) -> str:
                 "more programs); the loop itself is sequential, so splitting it needs a split of the sequence with "
                 "a pass that merges the pieces")
     if work.kind == "dots":
-        return f"a smaller output tile (the dots produce {tile} tiles): each program {work.what}"
-    return f"more, smaller programs: each program {work.what}; a smaller BLOCK gives more programs over the same data"
+        return (f"more programs from the output: each program {work.what}; a smaller tile along a grid axis, or a "
+                "grid axis over the output tiles one program computes in turn, splits them")
+    return (f"more, smaller programs: each program {work.what}; pieces of it (a smaller BLOCK, with a grid axis over "
+            "the pieces where the grid is one program per row) give more programs over the same data")
