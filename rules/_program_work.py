@@ -78,5 +78,27 @@ def program_work(module) -> ProgramWork:
     return ProgramWork("elementwise", f"works elementwise on a {'x'.join(map(str, shape)) or 'scalar'} tile", shape)
 
 
-def has_loop(module) -> bool:
-    return any(op.canonical_name in ("scf.for", "scf.while") for op in module.ops)
+def loops_over_a_share(module) -> bool:
+    """A persistent program: it reads the grid size (a grid-stride loop over tl.num_programs) or runs a loop
+    whose lower bound comes from its program id (rows pid * rows_per_program onward). A GEMM's K loop starts
+    at a constant and is neither."""
+    if any(op.canonical_name == "tt.get_num_programs" for op in module.ops):
+        return True
+    for op in module.ops:
+        if op.canonical_name == "scf.for" and op.operands and _from_program_id(module, op.operands[0]):
+            return True
+    return False
+
+
+def _from_program_id(module, vid: int, limit: int = 24) -> bool:
+    todo, seen = [vid], set()
+    while todo and len(seen) < limit:
+        vid = todo.pop()
+        seen.add(vid)
+        op = module.defining_op(vid)
+        if op is None:
+            continue
+        if op.canonical_name == "tt.get_program_id":
+            return True
+        todo += [v for v in op.operands if v not in seen]
+    return False

@@ -34,6 +34,11 @@ class ConvertBeforeStore(Rule):
     LDS. A convert that feeds `tl.atomic_add` is IRS301's. Nor are a convert into the dot's
     own (MMA) layout, which brings a loaded bias or scale to the accumulator while the store
     already writes from the MMA layout, and one of 64 bytes or less, a reduction's result.
+    The fix says why the store wants the other layout: a store layout narrower than the
+    value's (the store pointers lack the load's facts), a coalescing choice where both
+    layouts already store 16 B a lane, a reduction's result or a `tl.reshape`d tile (a slice
+    layout) given a 1-D layout for its store, or a small accumulator block (1 KB or less)
+    for which a tensor descriptor is not worth it.
 
     ## Why is this bad?
     The ROCm guide (OPTIMIZE_EPILOGUE): by default the results of the MFMA instructions are
@@ -66,9 +71,15 @@ class ConvertBeforeStore(Rule):
     where the Triton build reads it) and accept narrower stores. On sm_90, write the tile with a
     tensor descriptor (Triton 3.3+: `tl.make_tensor_descriptor(...).store(...)`): the accumulator
     goes to shared memory once and TMA copies it out, with no `convert_layout` (fixture `tma_gemm`).
-    From a blocked layout: give the store pointers the facts the load had (`tl.multiple_of`,
-    `tl.max_contiguous`, 16-divisible strides, unit strides as `tl.constexpr`); in
-    `tile_copy_hint` the conversion is gone and the stores are `global_store_dwordx4`.
+    From a blocked layout, it depends on why the layouts differ. Where the store's layout holds
+    fewer contiguous elements a lane than the value's, give the store pointers the facts the load
+    had (`tl.multiple_of`, `tl.max_contiguous`, 16-divisible strides, unit strides as
+    `tl.constexpr`); in `tile_copy_hint` the conversion is gone and the stores are
+    `global_store_dwordx4`. Where both store 16 B a lane (liger's RMSNorm backward accumulates its
+    dW row as 8 f32 a lane from bf16 loads and stores 4 f32 a lane, real-world corpus), the
+    convert is Triton's choice of a coalesced store: no pointer fact removes it, and once per
+    program it is cheap. A reduction's result (an RMS, a logsumexp) stored 1-D costs one barrier
+    per program: nothing to change.
     """
 
     code = "IRS302"

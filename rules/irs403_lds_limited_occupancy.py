@@ -22,9 +22,13 @@ class LdsLimitedOccupancy(Rule):
     below the hardware's maximum. It names the step irscope's occupancy calculator finds:
     the most bytes that reach the next occupancy, and how many bytes that is less. When
     another resource (VGPRs, registers) binds at the same point, the finding is info and
-    says that both must be cut. A workgroup that needs more LDS than the CU has cannot
-    launch at all: an error with the numbers (Triton refuses it with `OutOfResources`; an
-    autotuner drops the config, so compiling it was time spent for nothing).
+    says that both must be cut. With `waves_per_eu=N` set, LLVM pads the VGPR allocation so
+    that no more than N waves fit: a step past N says the cap must be raised (a VGPR "cut"
+    down to what the kernel uses is only that padding). A kernel that already spills is not
+    told to cut registers: only smaller tiles reach the step. A workgroup that needs more
+    LDS than the CU has cannot launch at all: an error with the numbers (Triton refuses it
+    with `OutOfResources`; an autotuner drops the config, so compiling it was time spent for
+    nothing).
 
     ## Why is this bad?
     A CU holds only as many workgroups as fit in its LDS: 64 KiB on gfx90a and gfx942 in
@@ -45,7 +49,10 @@ class LdsLimitedOccupancy(Rule):
     ## How to fix it in the kernel
     Cut the LDS per workgroup: fewer `num_stages` (each stage keeps a copy of the A and B
     tiles), a smaller `BLOCK_K`, or smaller `BLOCK_M`/`BLOCK_N` tiles. When VGPRs bind as
-    well, cut both (`waves_per_eu` for the VGPRs).
+    well, cut both (`waves_per_eu` for the VGPRs); when `waves_per_eu` is already set below the
+    step, raise it (gemlite's `waves_per_eu=2` config with 32 KiB of LDS and 208 VGPRs needs
+    21504 B, 168 VGPRs and `waves_per_eu=3` for 3 waves). A spilling kernel gets there only with
+    smaller tiles.
     """
 
     code = "IRS403"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from math import prod
 
 from irscope.rule import Rule
-from irscope.rules._program_work import has_loop, program_work
+from irscope.rules._program_work import loops_over_a_share, program_work
 
 
 
@@ -22,13 +22,20 @@ class GridTooSmall(Rule):
     ## What it does
     Reports a launch with fewer workgroups (blocks) than the device has CUs (SMs): some
     CUs get no work for the whole launch (a warning when fewer than half of them get any,
-    info otherwise: often the problem's own size, one program per row or chunk). It says how many the device holds at
-    once: its CUs times the workgroups per CU the kernel's occupancy allows. A grid of at
-    least one workgroup per CU is left alone (a tail of partly filled CUs, or a persistent
-    grid sized to the CUs, is not this rule's concern), and so is a single workgroup, a
-    kernel meant to run alone (the final pass over partial results). It needs the launch,
-    which `irscope scan script.py` records; a kernel read from a cache has none, and the
-    rule does not run.
+    info otherwise). It says how many the device holds at once: its CUs times the
+    workgroups per CU the kernel's occupancy allows. The fix follows from what one program
+    does, read from the TTGIR: a GEMM's accumulator tile and K loop (smaller tiles,
+    split-K), a block of rows each reduced whole (fewer rows per program), a state carried
+    through a chunk loop (a smaller state block), elementwise work (pieces on a grid axis).
+    A program that reduces or scans its whole row or chunk (RMSNorm, a cumulative sum, a
+    solve) makes the grid the problem's own size: the finding is info and says there is
+    nothing to tune. A single workgroup is a kernel meant to run alone (the final pass over
+    partial results) and is left alone, and so is a grid with every CU busy (a tail of
+    partly filled CUs), except a persistent grid: k workgroups per CU whose programs loop
+    over a share of the work (a grid-stride loop over `tl.num_programs`, or rows from
+    `pid * rows_per_program`) while the occupancy lets more share a CU and fewer than half
+    the hardware's waves run (info). It needs the launch, which `irscope scan script.py`
+    records; a kernel read from a cache has none, and the rule does not run.
 
     ## Why is this bad?
     Each workgroup runs on one CU. MI300X has 304 CUs: a 128x128-tile GEMM of 1024x1024
@@ -42,13 +49,23 @@ class GridTooSmall(Rule):
     `gemm_aligned`, `shared` 32768) holds 304 x 2 = 608 workgroups at once on MI300X; an
     M = N = 2048 launch has 16 x 16 = 256.
 
+    A persistent grid: liger's DyT backward (real-world corpus, gfx942) launches 304
+    programs, one per CU, that loop over rows with `tl.num_programs`, while its 72 VGPRs and
+    16 KiB of LDS let 3 share a CU: 2 waves per SIMD where 6 fit. RMSNorm forward launches
+    one program per row (256 rows of 4096) and reduces each row whole: 48 CUs idle, info,
+    nothing to tune.
+
     Under `--target`, a library that sizes its grid from this machine (its CPU count)
     rather than from the device gets an info finding that says so, not a warning.
 
     ## How to fix it in the kernel
-    Make more, smaller workgroups: smaller `BLOCK_M`/`BLOCK_N`, split-K (`SPLIT_K` with an
-    atomic or a second reduction pass) for GEMMs with small M and N, or a persistent
-    kernel sized to the CU count.
+    Make more programs where the kernel has a split: smaller `BLOCK_M`/`BLOCK_N` or split-K
+    (`SPLIT_K` with an atomic or a second reduction pass) for GEMMs with small M and N, a
+    smaller row block for row reductions, a smaller state block (`BV`) for chunked
+    recurrences. Size a persistent grid to the workgroups that fit at once (CUs times the
+    occupancy's workgroups per CU), not to the CU count. Where each program is one row or
+    chunk reduced whole, the problem is small for the device: only a larger batch (or a
+    two-pass redesign, worth it only if the launch shows in a profile) fills it.
     """
 
     code = "IRS601"
@@ -112,7 +129,7 @@ class GridTooSmall(Rule):
         """A grid of k workgroups per CU (sized to the CU count, the program looping over its share of the
         work) where the kernel's occupancy lets more than k share a CU: the CUs run below what fits."""
         units = launch.compute_units
-        if groups % units or groups // units >= per_unit or module is None or not has_loop(module):
+        if groups % units or groups // units >= per_unit or module is None or not loops_over_a_share(module):
             return None  # a tail of partly filled CUs, or one that fills what the occupancy allows
         each = groups // units
         occ = ctx.occupancy.occupancy
