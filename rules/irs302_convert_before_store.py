@@ -17,6 +17,8 @@ OTHER_LDS_USERS = frozenset({"ttg.local_alloc", "tt.reduce", "tt.scan", "tt.hist
 # A conversion of this many bytes or fewer moves a reduction's result (a row's sum, a block's max):
 # one barrier per program. The real-world ledger found each such finding to cost nothing.
 SMALL_BYTES = 64
+# An accumulator tile this small (16x16 bf16 is 512 B) is not worth a tensor descriptor of its own.
+SMALL_TILE = 1024
 
 
 class ConvertBeforeStore(Rule):
@@ -32,6 +34,11 @@ class ConvertBeforeStore(Rule):
     LDS. A convert that feeds `tl.atomic_add` is IRS301's. Nor are a convert into the dot's
     own (MMA) layout, which brings a loaded bias or scale to the accumulator while the store
     already writes from the MMA layout, and one of 64 bytes or less, a reduction's result.
+    The fix says why the store wants the other layout: a store layout narrower than the
+    value's (the store pointers lack the load's facts), a coalescing choice where both
+    layouts already store 16 B a lane, a reduction's result or a `tl.reshape`d tile (a slice
+    layout) given a 1-D layout for its store, or a small accumulator block (1 KB or less)
+    for which a tensor descriptor is not worth it.
 
     ## Why is this bad?
     The ROCm guide (OPTIMIZE_EPILOGUE): by default the results of the MFMA instructions are
@@ -64,9 +71,15 @@ class ConvertBeforeStore(Rule):
     where the Triton build reads it) and accept narrower stores. On sm_90, write the tile with a
     tensor descriptor (Triton 3.3+: `tl.make_tensor_descriptor(...).store(...)`): the accumulator
     goes to shared memory once and TMA copies it out, with no `convert_layout` (fixture `tma_gemm`).
-    From a blocked layout: give the store pointers the facts the load had (`tl.multiple_of`,
-    `tl.max_contiguous`, 16-divisible strides, unit strides as `tl.constexpr`); in
-    `tile_copy_hint` the conversion is gone and the stores are `global_store_dwordx4`.
+    From a blocked layout, it depends on why the layouts differ. Where the store's layout holds
+    fewer contiguous elements a lane than the value's, give the store pointers the facts the load
+    had (`tl.multiple_of`, `tl.max_contiguous`, 16-divisible strides, unit strides as
+    `tl.constexpr`); in `tile_copy_hint` the conversion is gone and the stores are
+    `global_store_dwordx4`. Where both store 16 B a lane (liger's RMSNorm backward accumulates its
+    dW row as 8 f32 a lane from bf16 loads and stores 4 f32 a lane, real-world corpus), the
+    convert is Triton's choice of a coalesced store: no pointer fact removes it, and once per
+    program it is cheap. A reduction's result (an RMS, a logsumexp) stored 1-D costs one barrier
+    per program: nothing to change.
     """
 
     code = "IRS302"
@@ -119,28 +132,99 @@ class ConvertBeforeStore(Rule):
                        f"{lines_text(s.line for s in store_ops)}"
                        + (f" (Python line {python[1]})" if python else "")
                        + f"; {nbytes} B tile{total}")
+            if from_mma:
+                fix = self._fix(ctx, nbytes, op.loop_depth > 0)
+            else:
+                fix = blocked_fix(src_layout, encoding_of(dst_ty), stored_bits(module, store_ops[0]), nbytes,
+                                  op.loop_depth > 0, slice_origin(module, op.operands[0]))
             findings.append(self.finding(
                 ctx, stage="ttgir", path=module.path, lines=[op.line] + [s.line for s in store_ops], python=python,
-                message=message, fix=self._fix(ctx, from_mma),
+                message=message, fix=fix,
                 evidence={"tile_bytes": nbytes, "kernel_lds_bytes": shared or 0, "from_mma": int(from_mma),
                           "in_loop": int(op.loop_depth > 0)},
             ))
         return findings
 
     @staticmethod
-    def _fix(ctx, from_mma: bool) -> str:
-        if not from_mma:
-            return ("the store's layout follows what Triton knows about the store pointers; give them the load's "
-                    "facts (tl.multiple_of / tl.max_contiguous, 16-divisible strides, unit strides as tl.constexpr) "
-                    "so the value can be stored in the layout it has")
+    def _fix(ctx, nbytes: int, in_loop: bool) -> str:
+        """From an MMA accumulator."""
         if ctx.backend == "cuda":
             arch = ctx.arch or ""
+            if nbytes <= SMALL_TILE and not in_loop:
+                return (f"a {nbytes} B tile once per program: the trip costs a barrier and a few shared accesses, "
+                        "and a tensor descriptor per tile this small saves about as much as it sets up; nothing "
+                        "to change unless the epilogue shows in a profile")
             if arch.startswith("sm_") and arch[3:].isdigit() and int(arch[3:]) >= 90:
                 return ("store the tile with a tensor descriptor (Triton 3.3+: tl.make_tensor_descriptor(...).store): "
                         "the accumulator goes to shared memory once and TMA writes it out, with no convert_layout")
             return "it runs once per tile after the loop; weigh it only if its shared memory limits occupancy"
         return ("store from the MFMA layout (the ROCm guide's OPTIMIZE_EPILOGUE=1, where the Triton build reads "
                 "it): no LDS round trip, narrower global stores, an insignificant cost in run time per the guide")
+
+
+def stored_bits(module, store) -> int | None:
+    """The element width of what a store writes (its first tensor operand of data, not pointers or mask)."""
+    for vid in store.operands:
+        ty = module.values[vid].type
+        bits = getattr(getattr(ty, "element", None), "bits", None)
+        if isinstance(ty, TensorType) and bits and bits > 1:
+            return bits
+    return None
+
+
+def lane_run(layout, bits: int | None) -> tuple[int, int] | None:
+    """(contiguous elements a lane holds along the fastest dimension, bytes of one store of them, at most 16)."""
+    if getattr(layout, "name", None) != "blocked" or not bits:
+        return None
+    run = layout.size_per_thread[layout.order[0]]
+    return run, min(run * bits // 8, 16)
+
+
+def slice_origin(module, vid: int, limit: int = 16):
+    """The tt.reduce or tt.reshape a slice-layout value comes from, through elementwise ops of the same layout."""
+    ref = getattr(module.values[vid].type, "encoding_ref", None)
+    todo, seen = [vid], set()
+    while todo and len(seen) < limit:
+        vid = todo.pop()
+        seen.add(vid)
+        op = module.defining_op(vid)
+        if op is None:
+            continue
+        if op.canonical_name in ("tt.reduce", "tt.reshape"):
+            return op
+        todo += [v for v in op.operands
+                 if v not in seen and getattr(module.values[v].type, "encoding_ref", None) == ref]
+    return None
+
+
+def blocked_fix(src, dst, bits: int | None, nbytes: int, in_loop: bool, origin=None) -> str:
+    """Why a value not from a dot is stored in another layout, and what (if anything) changes that."""
+    when = f"{nbytes} B each iteration of its loop" if in_loop else f"{nbytes} B once per program"
+    cheap = "" if in_loop else ", cheap"
+    if getattr(src, "name", None) == "slice":
+        if origin is not None and origin.canonical_name == "tt.reshape":
+            what = f"a tile flattened by tl.reshape (TTGIR line {origin.line}), so its layout is a slice of the 2-D one"
+        elif origin is not None:
+            what = f"a reduction's result (TTGIR line {origin.line}), held in a slice of the reduced layout"
+        else:
+            what = "in a slice layout (each element on several lanes)"
+        return (f"the value is {what}, and Triton gives the store its own 1-D layout: {when}, one barrier{cheap}; "
+                "nothing in the pointers to fix")
+    have, want = lane_run(src, bits), lane_run(dst, bits)
+    if have is None or want is None:
+        return (f"the store's layout follows the store pointers' facts (tl.multiple_of / tl.max_contiguous, "
+                f"16-divisible strides); {when}")
+    if want[1] < have[1]:
+        return ("the store's layout follows what Triton knows about the store pointers; give them the load's "
+                "facts (tl.multiple_of / tl.max_contiguous, 16-divisible strides, unit strides as tl.constexpr) "
+                f"so the value can be stored in the layout it has ({have[1]} B a lane instead of {want[1]})")
+    if want[1] == have[1]:
+        return (f"both layouts store {want[1]} B a lane (the value holds {have[0]} contiguous elements a lane, the "
+                f"store takes {want[0]}): the convert is Triton's choice of a fully coalesced store, not a missing "
+                f"pointer fact; {when}{cheap}; nothing in the pointers to fix")
+    return (f"Triton converts to store {want[1]} B a lane where the value holds {have[1]}: the round trip "
+            f"({when}) buys wider stores; it goes away only if the value is computed with {want[0]} contiguous "
+            "elements a lane (from loads with the store's pointer facts)")
 
 
 def facts_ref(op, module, side: int) -> str:

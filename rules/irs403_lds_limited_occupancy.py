@@ -22,9 +22,13 @@ class LdsLimitedOccupancy(Rule):
     below the hardware's maximum. It names the step irscope's occupancy calculator finds:
     the most bytes that reach the next occupancy, and how many bytes that is less. When
     another resource (VGPRs, registers) binds at the same point, the finding is info and
-    says that both must be cut. A workgroup that needs more LDS than the CU has cannot
-    launch at all: an error with the numbers (Triton refuses it with `OutOfResources`; an
-    autotuner drops the config, so compiling it was time spent for nothing).
+    says that both must be cut. With `waves_per_eu=N` set, LLVM pads the VGPR allocation so
+    that no more than N waves fit: a step past N says the cap must be raised (a VGPR "cut"
+    down to what the kernel uses is only that padding). A kernel that already spills is not
+    told to cut registers: only smaller tiles reach the step. A workgroup that needs more
+    LDS than the CU has cannot launch at all: an error with the numbers (Triton refuses it
+    with `OutOfResources`; an autotuner drops the config, so compiling it was time spent for
+    nothing).
 
     ## Why is this bad?
     A CU holds only as many workgroups as fit in its LDS: 64 KiB on gfx90a and gfx942 in
@@ -45,7 +49,10 @@ class LdsLimitedOccupancy(Rule):
     ## How to fix it in the kernel
     Cut the LDS per workgroup: fewer `num_stages` (each stage keeps a copy of the A and B
     tiles), a smaller `BLOCK_K`, or smaller `BLOCK_M`/`BLOCK_N` tiles. When VGPRs bind as
-    well, cut both (`waves_per_eu` for the VGPRs).
+    well, cut both (`waves_per_eu` for the VGPRs); when `waves_per_eu` is already set below the
+    step, raise it (gemlite's `waves_per_eu=2` config with 32 KiB of LDS and 208 VGPRs needs
+    21504 B, 168 VGPRs and `waves_per_eu=3` for 3 waves). A spilling kernel gets there only with
+    smaller tiles.
     """
 
     code = "IRS403"
@@ -90,10 +97,32 @@ class LdsLimitedOccupancy(Rule):
         stages = ctx.kernel.options.num_stages
         fix = f"fewer num_stages (now {stages.value})" if stages is not None else "fewer num_stages"
         fix += ", a smaller BLOCK_K or smaller tiles"
-        if others:
-            cuts = " and ".join(f"{NAMES.get(s.name, s.name)} to {s.to} (now {s.now})" for s in others)
-            message += f" only with {cuts} as well: both bind at {o.active}"
-            fix += "; cut " + " and ".join(f"{NAMES.get(s.name, s.name)} to {s.to}" for s in others) + " too"
+        cuts, fixes = [], []
+        # waves_per_eu=N makes LLVM pad the VGPR allocation so that no more than N waves fit: a step past N
+        # needs the cap raised, and a VGPR "cut" down to what the kernel uses is that padding, nothing more.
+        asked = occ.input("waves_per_eu") if o.unit == "waves/SIMD" else None
+        capped = asked is not None and after > asked
+        used = getattr(ctx.resources, "vgpr_total", None)
+        spills = _spills(ctx)
+        for other in others:
+            name = NAMES.get(other.name, other.name)
+            if other.name == "vgprs" and capped and used is not None and other.to >= used.value:
+                continue  # only the padding: raising waves_per_eu removes it
+            cuts.append(f"{name} to {other.to} (now {other.now})")
+            if other.name in ("vgprs", "registers") and spills:
+                fixes.append(f"{name} cannot be cut: the kernel already spills {spills}, so only smaller tiles "
+                             "(fewer live values) reach the step")
+            else:
+                fixes.append(f"cut {name} to {other.to} too")
+        if capped:
+            cuts.append(f"waves_per_eu raised to {after} (now {asked}: LLVM pads the VGPR allocation to hold at most "
+                        f"{asked} waves per SIMD)")
+            fixes.append(f"raise waves_per_eu to {after} (or drop it)")
+        if cuts:
+            message += f" only with {' and '.join(cuts)} as well"
+            if others:
+                message += f": both bind at {o.active}"
+            fix += "; " + "; ".join(fixes)
         # Info where LDS is not alone, on NVIDIA (pipelined GEMMs trade occupancy for stages by
         # design), and at 5+ waves per SIMD, which usually hide latency already.
         alone = not step.also and limiter == "lds" and o.active <= o.max_active // 2
@@ -124,3 +153,15 @@ class LdsLimitedOccupancy(Rule):
             + ", a smaller BLOCK_K or smaller tiles; or drop the config from the autotune list",
             evidence={"bytes": needed or 0, "limit": has or 0},
         )
+
+
+def _spills(ctx) -> str | None:
+    """"18 VGPRs" / "440 B of stack" where the kernel already spills registers: a register cut is no fix then."""
+    res = ctx.resources
+    vgpr = getattr(res, "vgpr_spill", None)
+    if vgpr is not None and vgpr.value:
+        return f"{vgpr.value} VGPRs"
+    stack = getattr(res, "stack_bytes", None)
+    if stack is not None and stack.value:
+        return f"{stack.value} B of stack (local memory)"
+    return None

@@ -12,6 +12,7 @@ from __future__ import annotations
 from math import prod
 
 from irscope.rule import Rule
+from irscope.rules._program_work import loops_over_a_share, program_work
 
 
 
@@ -21,13 +22,20 @@ class GridTooSmall(Rule):
     ## What it does
     Reports a launch with fewer workgroups (blocks) than the device has CUs (SMs): some
     CUs get no work for the whole launch (a warning when fewer than half of them get any,
-    info otherwise: often the problem's own size, one program per row or chunk). It says how many the device holds at
-    once: its CUs times the workgroups per CU the kernel's occupancy allows. A grid of at
-    least one workgroup per CU is left alone (a tail of partly filled CUs, or a persistent
-    grid sized to the CUs, is not this rule's concern), and so is a single workgroup, a
-    kernel meant to run alone (the final pass over partial results). It needs the launch,
-    which `irscope scan script.py` records; a kernel read from a cache has none, and the
-    rule does not run.
+    info otherwise). It says how many the device holds at once: its CUs times the
+    workgroups per CU the kernel's occupancy allows. The fix follows from what one program
+    does, read from the TTGIR: a GEMM's accumulator tile and K loop (smaller tiles,
+    split-K), a block of rows each reduced whole (fewer rows per program), a state carried
+    through a chunk loop (a smaller state block), elementwise work (pieces on a grid axis).
+    A program that reduces or scans its whole row or chunk (RMSNorm, a cumulative sum, a
+    solve) makes the grid the problem's own size: the finding is info and says there is
+    nothing to tune. A single workgroup is a kernel meant to run alone (the final pass over
+    partial results) and is left alone, and so is a grid with every CU busy (a tail of
+    partly filled CUs), except a persistent grid: k workgroups per CU whose programs loop
+    over a share of the work (a grid-stride loop over `tl.num_programs`, or rows from
+    `pid * rows_per_program`) while the occupancy lets more share a CU and fewer than half
+    the hardware's waves run (info). It needs the launch, which `irscope scan script.py`
+    records; a kernel read from a cache has none, and the rule does not run.
 
     ## Why is this bad?
     Each workgroup runs on one CU. MI300X has 304 CUs: a 128x128-tile GEMM of 1024x1024
@@ -41,13 +49,23 @@ class GridTooSmall(Rule):
     `gemm_aligned`, `shared` 32768) holds 304 x 2 = 608 workgroups at once on MI300X; an
     M = N = 2048 launch has 16 x 16 = 256.
 
+    A persistent grid: liger's DyT backward (real-world corpus, gfx942) launches 304
+    programs, one per CU, that loop over rows with `tl.num_programs`, while its 72 VGPRs and
+    16 KiB of LDS let 3 share a CU: 2 waves per SIMD where 6 fit. RMSNorm forward launches
+    one program per row (256 rows of 4096) and reduces each row whole: 48 CUs idle, info,
+    nothing to tune.
+
     Under `--target`, a library that sizes its grid from this machine (its CPU count)
     rather than from the device gets an info finding that says so, not a warning.
 
     ## How to fix it in the kernel
-    Make more, smaller workgroups: smaller `BLOCK_M`/`BLOCK_N`, split-K (`SPLIT_K` with an
-    atomic or a second reduction pass) for GEMMs with small M and N, or a persistent
-    kernel sized to the CU count.
+    Make more programs where the kernel has a split: smaller `BLOCK_M`/`BLOCK_N` or split-K
+    (`SPLIT_K` with an atomic or a second reduction pass) for GEMMs with small M and N, a
+    smaller row block for row reductions, a smaller state block (`BV`) for chunked
+    recurrences. Size a persistent grid to the workgroups that fit at once (CUs times the
+    occupancy's workgroups per CU), not to the CU count. Where each program is one row or
+    chunk reduced whole, the problem is small for the device: only a larger batch (or a
+    two-pass redesign, worth it only if the launch shows in a profile) fills it.
     """
 
     code = "IRS601"
@@ -89,15 +107,72 @@ class GridTooSmall(Rule):
                         "torch.cuda.get_device_properties(...).multi_processor_count, which --target answers")
             return None
         units = launch.compute_units
-        # Every CU busy is not this rule's concern (a tail, a persistent grid sized to the CUs); one
-        # workgroup is a kernel meant to run alone (a final pass over partial results).
-        if groups >= units or groups == 1:
+        module = ctx.ttgir
+        if groups >= units:
+            return self._persistent(ctx, launch, where, evidence, grid, groups, per_unit, unit, module)
+        # One workgroup is a kernel meant to run alone (a final pass over partial results).
+        if groups == 1:
             return None
-        # Most CUs busy (256 workgroups on 304 CUs) is a small loss, often the problem's own size
-        # (one program per row or chunk): info. Fewer than half of the CUs with work: a warning.
+        work = program_work(module) if module is not None else None
+        message = (f"grid {grid} = {groups} workgroups; the device holds {resident} at once ({units} {unit}s x "
+                   f"{per_unit}): {units - groups} {unit}{' gets' if units - groups == 1 else 's get'} none")
+        # Most CUs busy (256 workgroups on 304 CUs) is a small loss: info. Fewer than half of the CUs with
+        # work: a warning, unless the grid is the problem's own size and nothing in the kernel splits it.
+        severity = "warning" if 2 * groups < units else "info"
+        if work is not None and work.kind == "whole":
+            severity = "info"
+            message += f"; each program {work.what}"
+        return self.finding(ctx, **where, evidence=evidence, severity=severity, message=message,
+                            fix=split_fix(work, groups, units, unit))
+
+    def _persistent(self, ctx, launch, where, evidence, grid, groups, per_unit, unit, module):
+        """A grid of k workgroups per CU (sized to the CU count, the program looping over its share of the
+        work) where the kernel's occupancy lets more than k share a CU: the CUs run below what fits."""
+        units = launch.compute_units
+        if groups % units or groups // units >= per_unit or module is None or not loops_over_a_share(module):
+            return None  # a tail of partly filled CUs, or one that fills what the occupancy allows
+        each = groups // units
+        occ = ctx.occupancy.occupancy
+        warps = ctx.kernel.options.num_warps.value if ctx.kernel.options.num_warps else None
+        if warps is None or not occ.simds:
+            return None
+        now = max(each * warps // occ.simds, 1)  # waves per SIMD (AMD) or warps per SM (simds is 1 there)
+        if 2 * now >= occ.max_active:  # half the hardware's waves or more: latency is mostly hidden already
+            return None
         return self.finding(
-            ctx, **where, evidence=evidence, severity="warning" if 2 * groups < units else "info",
-            message=f"grid {grid} = {groups} workgroups; the device holds {resident} at once ({units} {unit}s x "
-                    f"{per_unit}): {units - groups} {unit}{' gets' if units - groups == 1 else 's get'} none",
-            fix="more, smaller programs: a smaller BLOCK size (BLOCK_M/BLOCK_N in a GEMM), split-K, or a "
+            ctx, **where, evidence=evidence, severity="info",
+            message=f"grid {grid} = {groups} workgroups, {each} per {unit} on {units} {unit}s (a grid sized to the "
+                    f"{unit} count; its programs loop over their share): the occupancy lets {per_unit} share a "
+                    f"{unit} ({units * per_unit} at once), so it runs at {now} {occ.unit} where {occ.active} fit",
+            fix=f"size the grid to the workgroups that fit at once ({unit}s x {per_unit} = {units * per_unit}, "
+                f"from the occupancy) rather than to the {unit} count: each program's share of the loop shrinks and "
+                f"each {unit} has {occ.active} {occ.unit} to switch between while loads are in flight (partial "
+                "results sized by the grid grow with it)")
+
+
+def split_fix(work, groups: int, units: int, unit: str) -> str:
+    """The split that gives this kernel more programs, or that its grid is the problem's own size."""
+    if work is None:
+        return ("more, smaller programs: a smaller BLOCK size (BLOCK_M/BLOCK_N in a GEMM), split-K, or a "
                 "persistent kernel sized to the device")
+    tile = "x".join(map(str, work.shape))
+    if work.kind == "whole":
+        return (f"nothing to tune in the kernel's parameters: the grid is the problem's own size ({groups} programs, "
+                f"one row, chunk or block each, for {units} {unit}s); more programs would need a cross-program "
+                "reduction (partial results and a second pass), a redesign worth it only if this launch shows in a "
+                "profile; a larger batch fills the device")
+    if work.kind == "rows":
+        return (f"fewer rows per program: each program {work.what}; half the row block ({work.shape[0] // 2} "
+                f"rows) gives {2 * groups} programs")
+    if work.kind == "gemm":
+        return (f"a smaller output tile (the accumulator is {tile}: BLOCK_M/BLOCK_N) or split-K (the loop's K range "
+                "split over programs, partials added with tl.atomic_add or a second pass)")
+    if work.kind == "recurrence":
+        return (f"a smaller state block (each program {work.what}: a smaller block of its columns, e.g. BV, gives "
+                "more programs); the loop itself is sequential, so splitting it needs a split of the sequence with "
+                "a pass that merges the pieces")
+    if work.kind == "dots":
+        return (f"more programs from the output: each program {work.what}; a smaller tile along a grid axis, or a "
+                "grid axis over the output tiles one program computes in turn, splits them")
+    return (f"more, smaller programs: each program {work.what}; pieces of it (a smaller BLOCK, with a grid axis over "
+            "the pieces where the grid is one program per row) give more programs over the same data")

@@ -69,8 +69,56 @@ def test_check_against_a_recorded_launch():
     assert f.message == "grid 16x16x1 = 256 workgroups; the device holds 608 at once (304 CUs x 2): 48 CUs get none"
     (f,) = run((8, 8, 1))  # M = N = 1024: fewer than half of the CUs get work, a warning
     assert f.severity == "warning" and f.message.endswith("240 CUs get none")
-    # Every CU with work (a tail, or a persistent grid of one per CU), and a lone workgroup: no finding
-    # (the real-world ledger found these false: fixtures/real_world/ledger/IRS601.jsonl).
+    # Every CU with work (a tail; 304 GEMM tiles, whose loop runs over K from 0, not over a share of the work
+    # as a persistent grid's does), and a lone workgroup: no finding (fixtures/real_world/ledger/IRS601.jsonl).
     assert run((512, 1, 1)) == run((304, 1, 1)) == run((800, 1, 1)) == run((1, 1, 1)) == []
     (f,) = run((303, 1, 1))
     assert f.message.endswith("1 CU gets none")
+
+
+TWO_PASS_SUM = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def partial_sums(x_ptr, partial_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    tl.store(partial_ptr + pid, tl.sum(tl.load(x_ptr + offs, mask=offs < n, other=0.0), axis=0))
+
+
+@triton.jit
+def combine(partial_ptr, out_ptr, parts, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr, tl.sum(tl.load(partial_ptr + offs, mask=offs < parts, other=0.0), axis=0))
+
+
+x = torch.randn(1 << 20, device="cuda")
+parts = triton.cdiv(x.numel(), 4096)
+partial = torch.empty(parts, device="cuda")
+out = torch.empty(1, device="cuda")
+partial_sums[(parts,)](x, partial, x.numel(), BLOCK=4096)
+combine[(1,)](partial, out, parts, BLOCK=256)
+'''
+
+
+def test_a_one_workgroup_final_pass_is_not_reported(tmp_path):
+    """Issue 21, defect 8: the second kernel of a two-pass reduction is 1x1x1 by design; the first pass
+    (256 programs on 304 CUs) is the one a too-small grid concerns. A real compile and launch for gfx942."""
+    pytest.importorskip("triton")
+    pytest.importorskip("torch")
+    from irscope.runner import run_script
+
+    script = tmp_path / "two_pass_sum.py"
+    script.write_text(TWO_PASS_SUM)
+    report = run_script(str(script), (), "gfx942", keep=False).report
+    kernels = {kr.kernel.name: kr for kr in report.kernels}
+    (launch,) = kernels["combine"].launches
+    assert launch.grid == (1, 1, 1)
+    assert not [f for f in kernels["combine"].findings if f.code == "IRS601"]
+    (first,) = [f for f in kernels["partial_sums"].findings if f.code == "IRS601"]
+    assert first.message.startswith("grid 256x1x1 = 256 workgroups")
+    # each program reduces its whole 4096-element block: nothing in the kernel's parameters splits it further
+    assert first.fix.startswith("nothing to tune")

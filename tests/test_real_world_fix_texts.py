@@ -1,0 +1,166 @@
+"""Issue 21 on the real-world corpus: IRS302, IRS40x and IRS601 fixes follow from what the kernel is.
+
+Each test reads real compiler output (fixtures/real_world, public kernels compiled by Triton 3.9)
+and checks a finding against the artifact lines it rests on: the fix names a knob the kernel has,
+or says there is none.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "fixtures" / "real_world"))
+import corpus  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    return corpus.scan_runs(corpus.extract(tmp_path_factory.mktemp("real-world")))
+
+
+def kernel(reports, target, script, prefix):
+    (kr,) = [k for k in reports[(target, script)].kernels if k.kernel.hash.startswith(prefix)]
+    return kr
+
+
+def found(kr, code):
+    return [f for f in kr.findings if f.code == code]
+
+
+def ttgir(kr) -> list[str]:
+    return Path(kr.kernel.artifact("ttgir").path).read_text().splitlines()
+
+
+def amdgcn(kr) -> str:
+    return Path(kr.kernel.artifact("amdgcn").path).read_text()
+
+
+# -- IRS302 ------------------------------------------------------------------------------------
+
+def test_a_scale_converted_into_the_mfma_layout_is_not_the_stores(reports):
+    """Defect 6: on gfx942 the GEMM stores from the MFMA layout; a row/column scale (or inductor's 2-D
+    broadcast scale tile) converted into #mma on its way to the product is not a convert before the store."""
+    checked = 0
+    for kr in reports[("gfx942", "torchao_int8_matmul")].kernels:
+        lines = ttgir(kr)
+        into_mma = [n for n, line in enumerate(lines, 1) if "ttg.convert_layout" in line and "#mma> loc" in line
+                    and "-> tensor<" in line and line.split("->")[1].strip().startswith("tensor<")
+                    and ", #mma>" in line.split("->")[1]]
+        stores = [line for line in lines if "amdg.buffer_store" in line]
+        if into_mma and stores and all("#mma>" in s for s in stores):
+            checked += 1
+            assert not [f for f in found(kr, "IRS302") if f.line in into_mma], kr.kernel.hash
+    assert checked >= 4  # _scaled_int8_mm_kernel configs and scaled_matmul_kernel_with_block_pointers
+
+
+def test_an_accumulator_already_16_bytes_a_lane_gets_no_pointer_facts_fix(reports):
+    """Defect 9: liger's RMSNorm backward stores its dW row (8 f32 a lane from the bf16 loads) through LDS
+    into 4 f32 a lane: both are buffer_store_dwordx4 widths, so the convert is the coalescing choice."""
+    kr = kernel(reports, "gfx942", "liger_kernel_ops", "8f12bf465547")
+    (f,) = found(kr, "IRS302")
+    line = ttgir(kr)[f.line - 1]
+    assert "ttg.convert_layout" in line and "buffer_store_dwordx4" in amdgcn(kr)
+    assert "blocked[8|64|8|0]" in f.message and "blocked[4|64|8|0]" in f.message
+    assert "tl.multiple_of" not in f.fix
+    assert f.fix.startswith("both layouts store 16 B a lane (the value holds 8 contiguous elements a lane, "
+                            "the store takes 4)")
+
+
+def test_a_reduction_result_and_a_flattened_tile_say_what_they_are(reports):
+    kr = kernel(reports, "gfx942", "fla_linear_attention", "d7cf311c41df")  # l2norm's rstd: tl.sum's result
+    (f,) = found(kr, "IRS302")
+    origin = int(re.search(r"TTGIR line (\d+)", f.fix).group(1))
+    assert '"tt.reduce"' in ttgir(kr)[origin - 1] and "tl.multiple_of" not in f.fix
+    kr = kernel(reports, "gfx942", "bitsandbytes_triton_quant", "d0ccac464a9a")  # codes from a [1, 256] tile
+    for f in found(kr, "IRS302"):
+        origin = int(re.search(r"TTGIR line (\d+)", f.fix).group(1))
+        assert "tt.reshape" in ttgir(kr)[origin - 1] and "flattened by tl.reshape" in f.fix
+
+
+def test_a_16x16_accumulator_block_is_not_sent_to_a_tensor_descriptor(reports):
+    kr = kernel(reports, "sm_90", "fla_linear_attention", "fa38c5ab150c")  # kkt solve: ten 16x16 bf16 blocks
+    small = [f for f in found(kr, "IRS302") if "; 512 B tile" in f.message]
+    assert small and all("tensor descriptor per tile this small" in f.fix for f in small)
+    kr = kernel(reports, "sm_90", "gemlite_lowbit_gemm", "de3c20d52ac6")  # a 64x256 GEMM epilogue: TMA fits
+    (f,) = found(kr, "IRS302")
+    assert "32768 B tile" in f.message and f.fix.startswith("store the tile with a tensor descriptor")
+
+
+# -- IRS601 ------------------------------------------------------------------------------------
+
+def test_a_grid_of_whole_rows_says_there_is_nothing_to_tune(reports):
+    """Defect 9 for IRS601: RMSNorm forward is one 4096-wide row per program, reduced whole."""
+    kr = kernel(reports, "gfx942", "liger_kernel_ops", "db20651a9424")
+    (f,) = found(kr, "IRS601")
+    line = ttgir(kr)[int(re.search(r"TTGIR line (\d+)", f.message).group(1)) - 1]
+    assert '"tt.reduce"' in line and "tensor<4096xf32" in " ".join(ttgir(kr))
+    assert f.severity == "info" and f.fix.startswith("nothing to tune") and "BLOCK" not in f.fix
+
+
+@pytest.mark.parametrize("target,script,prefix,start", [
+    ("gfx942", "fla_linear_attention", "348d1f904d38", "fewer rows per program"),  # l2norm: 128 rows a program
+    ("gfx942", "torchao_int8_matmul", "ded1758e08be", "a smaller output tile (the accumulator is"),  # GEMM
+    ("sm_90", "fla_linear_attention", "ea9ef496ad76", "a smaller state block"),  # chunk_h: state through the loop
+])
+def test_a_grid_too_small_names_the_split_the_kernel_has(reports, target, script, prefix, start):
+    (f,) = found(kernel(reports, target, script, prefix), "IRS601")
+    assert f.fix.startswith(start)
+
+
+def test_a_persistent_grid_one_per_cu_where_three_fit(reports):
+    """The known miss: liger's DyT backward launches 304 programs (one per CU) that loop over rows with
+    tl.num_programs, where its 72 VGPRs and 16 KiB of LDS let 3 share a CU."""
+    kr = kernel(reports, "gfx942", "liger_kernel_ops", "ec5f21038fe0")
+    assert "tt.get_num_programs" in " ".join(ttgir(kr)) and ".vgpr_count:     72" in amdgcn(kr)
+    (f,) = found(kr, "IRS601")
+    assert f.severity == "info" and f.message.startswith("grid 1x304x1 = 304 workgroups, 1 per CU on 304 CUs")
+    assert "lets 3 share a CU (912 at once), so it runs at 2 waves/SIMD where 6 fit" in f.message
+    # one per CU where only one fits (or latency is mostly hidden already): nothing to say
+    for kr in reports[("gfx942", "liger_kernel_ops")].kernels:
+        o = kr.occupancy.occupancy if kr.occupancy else None
+        if o is not None and o.groups == 1:
+            assert not [f for f in found(kr, "IRS601") if "a grid sized to the CU count" in f.message]
+
+
+# -- IRS403 / IRS402 ---------------------------------------------------------------------------
+
+def test_an_lds_step_past_waves_per_eu_needs_the_cap_raised(reports):
+    """The two false IRS403 findings: gemlite configs with waves_per_eu=4 and 2 named a VGPR cut that the
+    padded allocation would undo; the step now says the cap must go up."""
+    for prefix, wpe, after in (("0ceb431ae463", 4, 5), ("cecbf13d87c8", 2, 3)):
+        kr = kernel(reports, "gfx942", "gemlite_lowbit_gemm", prefix)
+        assert f'"waves_per_eu": {wpe}' in Path(kr.kernel.artifact("json").path).read_text()
+        (f,) = found(kr, "IRS403")
+        assert f"give {after} only with" in f.message and f"waves_per_eu raised to {after} (now {wpe}" in f.message
+        assert f"raise waves_per_eu to {after}" in f.fix
+
+
+def test_no_register_cut_is_offered_to_a_spilling_kernel(reports):
+    kr = kernel(reports, "gfx942", "sageattention_int8", "941703a39d06")
+    assert re.search(r"\.vgpr_spill_count:\s+18", amdgcn(kr))
+    (f,) = found(kr, "IRS403")
+    assert "cut VGPRs" not in f.fix and "already spills 18 VGPRs" in f.fix
+    kr = kernel(reports, "sm_90", "fla_linear_attention", "16ce6998d275")  # 255 registers, 440 B of stack
+    (f,) = found(kr, "IRS403")
+    assert "cut registers" not in f.fix and "440 B of stack" in f.fix
+
+
+@pytest.mark.parametrize("prefix,used", [("e095abcddc50", 50), ("b27b3731e248", 58), ("a8c854fdb05e", 54)])
+def test_a_waves_per_eu_cap_that_pads_the_vgprs_is_reported(reports, prefix, used):
+    """The IRS402 misses: gemlite's waves_per_eu=2 configs use ~50 VGPRs, LLVM allocates 169 to hold the
+    cap (LLVM's own '; Occupancy: 2'), and nothing said so."""
+    kr = kernel(reports, "gfx942", "gemlite_lowbit_gemm", prefix)
+    asm = amdgcn(kr)
+    assert ".amdhsa_next_free_vgpr 169" in asm and f".vgpr_count:     {used}" in asm and "; Occupancy: 2" in asm
+    (f,) = found(kr, "IRS402")
+    assert "next_free_vgpr" in asm.splitlines()[f.line - 1]
+    assert f.message.startswith(f"waves_per_eu=2 caps occupancy at 2 waves/SIMD: LLVM allocates 169 VGPRs a wave "
+                                f"(.amdhsa_next_free_vgpr) where the kernel uses {used}")
+    assert f.fix.startswith("raise waves_per_eu to") and json.loads(
+        Path(kr.kernel.artifact("json").path).read_text())["waves_per_eu"] == 2
