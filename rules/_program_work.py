@@ -74,7 +74,10 @@ def program_work(module) -> ProgramWork:
             return ProgramWork("gemm", f"accumulates a {tile} dot over a loop (TTGIR line {dot.line})", shape)
         return ProgramWork("dots", f"computes {len(dots)} dot(s) of {tile} tiles (TTGIR line {dot.line})", shape)
     loads = [op for op in ops if op.canonical_name in GLOBAL_LOADS and op.results]
-    shape = max((_shape(module, op.results[0]) for op in loads), key=lambda s: prod(s) if s else 0, default=())
+    shapes = [_shape(module, op.results[0]) for op in loads]
+    # A kernel that only writes (an arange, a fill) has its tile in what it stores.
+    shapes += [_shape(module, vid) for op in ops if op.canonical_name in GLOBAL_STORES for vid in op.operands[1:2]]
+    shape = max(shapes, key=lambda s: prod(s) if s else 0, default=())
     return ProgramWork("elementwise", f"works elementwise on a {'x'.join(map(str, shape)) or 'scalar'} tile", shape)
 
 

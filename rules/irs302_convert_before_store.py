@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections import defaultdict
 
 from irscope.ir_types import TensorType, encoding_of
+from irscope.pointer_strides import PointerStrides, address_strides
 from irscope.rule import Rule
+from irscope.rules._inductor import inductor_kernel
 from irscope.rules.irs301_lds_round_trip import (MMA_LAYOUTS, layout_name, lines_text, memory_word, python_of,
                                                   tile_bytes, tile_text)
 
@@ -132,11 +134,20 @@ class ConvertBeforeStore(Rule):
                        f"{lines_text(s.line for s in store_ops)}"
                        + (f" (Python line {python[1]})" if python else "")
                        + f"; {nbytes} B tile{total}")
-            if from_mma:
+            generated = inductor_kernel(ctx)
+            if from_mma and generated is not None:  # inductor's GEMM template writes the epilogue, not the user
+                fix = (f"the epilogue is inductor's GEMM template ({generated.name}, max-autotune), not code edited "
+                       f"by hand: a {nbytes} B trip once per tile, which the autotuner's timing of each config "
+                       "already includes; nothing to change unless this GEMM shows in a profile")
+            elif from_mma:
                 fix = self._fix(ctx, nbytes, op.loop_depth > 0)
             else:
                 fix = blocked_fix(src_layout, encoding_of(dst_ty), stored_bits(module, store_ops[0]), nbytes,
-                                  op.loop_depth > 0, slice_origin(module, op.operands[0]))
+                                  op.loop_depth > 0, slice_origin(module, op.operands[0]),
+                                  fastest_stride(module, store_ops[0], encoding_of(dst_ty)))
+                if generated is not None and "tl.multiple_of" in fix:
+                    fix += ("; in inductor's kernel the pointers and the tiling are inductor's: it derives the "
+                            "facts from the tensors' sizes and strides, so 16-divisible sizes are what give them")
             findings.append(self.finding(
                 ctx, stage="ttgir", path=module.path, lines=[op.line] + [s.line for s in store_ops], python=python,
                 message=message, fix=fix,
@@ -197,7 +208,16 @@ def slice_origin(module, vid: int, limit: int = 16):
     return None
 
 
-def blocked_fix(src, dst, bits: int | None, nbytes: int, in_loop: bool, origin=None) -> str:
+def fastest_stride(module, store, layout):
+    """How far apart in memory (elements) the store's addresses are along its layout's fastest dimension."""
+    if getattr(layout, "name", None) != "blocked":
+        return None
+    strides = address_strides(PointerStrides(module), store)
+    dim = layout.order[0]
+    return strides[dim] if strides is not None and dim < len(strides) else None
+
+
+def blocked_fix(src, dst, bits: int | None, nbytes: int, in_loop: bool, origin=None, stride=None) -> str:
     """Why a value not from a dot is stored in another layout, and what (if anything) changes that."""
     when = f"{nbytes} B each iteration of its loop" if in_loop else f"{nbytes} B once per program"
     cheap = "" if in_loop else ", cheap"
@@ -210,6 +230,12 @@ def blocked_fix(src, dst, bits: int | None, nbytes: int, in_loop: bool, origin=N
             what = "in a slice layout (each element on several lanes)"
         return (f"the value is {what}, and Triton gives the store its own 1-D layout: {when}, one barrier{cheap}; "
                 "nothing in the pointers to fix")
+    if stride is not None and stride != 1 and not isinstance(stride, str):
+        # A strided (transposed) output: adjacent elements of the tile are `stride` apart, no fact makes them adjacent.
+        return (f"the store's addresses are {stride} elements apart along the tile's fastest dimension (dim "
+                f"{dst.order[0]}: a transposed or strided output), so each lane stores single elements whatever "
+                f"the layout and no pointer fact widens it; the convert regroups the value for that store: {when}"
+                f"{cheap}")
     have, want = lane_run(src, bits), lane_run(dst, bits)
     if have is None or want is None:
         return (f"the store's layout follows the store pointers' facts (tl.multiple_of / tl.max_contiguous, "

@@ -6,6 +6,7 @@ from irscope.occupancy_amd import AMD_ARCHES
 from irscope.occupancy import occupancy_for
 from irscope.occupancy_nvidia import nvidia_arch
 from irscope.rule import Rule
+from irscope.rules._inductor import config_fix, inductor_kernel
 from irscope.rules.irs402_vgprs_above_step import input_artifact
 
 WHAT = {"lds": "workgroup", "shared": "block"}
@@ -125,6 +126,9 @@ class LdsLimitedOccupancy(Rule):
             fix += "; " + "; ".join(fixes)
         # Info where LDS is not alone, on NVIDIA (pipelined GEMMs trade occupancy for stages by
         # design), and at 5+ waves per SIMD, which usually hide latency already.
+        generated = inductor_kernel(ctx)
+        if generated is not None:  # inductor picks the config: no BLOCK_K or num_stages to edit by hand
+            fix = config_fix(generated, f"this {step.now} B" + (" (with its registers)" if others else ""))
         alone = not step.also and limiter == "lds" and o.active <= o.max_active // 2
         return [self.finding(
             ctx, **input_artifact(ctx, limiter), fix=fix, severity="warning" if alone else "info",
@@ -145,12 +149,21 @@ class LdsLimitedOccupancy(Rule):
             has, what = (nv.shared_optin if nv else None), "shared memory per block"
         limit = f", {o.arch} has {has:,}" if has else f", more than {o.arch} has"
         stages = ctx.kernel.options.num_stages
+        fix = ((f"fewer num_stages (now {stages.value})" if stages is not None else "fewer num_stages")
+               + ", a smaller BLOCK_K or smaller tiles; or drop the config from the autotune list")
+        generated = inductor_kernel(ctx)
+        if generated is not None and generated.kind == "gemm":  # inductor's autotuner fails it and times the rest
+            fix = (f"nothing to change by hand: this is one config of inductor's GEMM template ({generated.name}, "
+                   "max-autotune); its autotuner compiles it, fails it (OutOfMemoryError: Required: "
+                   f"{needed} Hardware limit: {has}) and keeps the fastest of the configs that launch: the cost is "
+                   "compile time only")
+        elif generated is not None:
+            fix = config_fix(generated, f"this {needed} B")
         return self.finding(
             ctx, **input_artifact(ctx, limiter), severity="error",
             message=f"cannot launch: {needed:,} B of {what}{limit}; Triton refuses it (OutOfResources) and an "
                     "autotuner skips this config",
-            fix=(f"fewer num_stages (now {stages.value})" if stages is not None else "fewer num_stages")
-            + ", a smaller BLOCK_K or smaller tiles; or drop the config from the autotune list",
+            fix=fix,
             evidence={"bytes": needed or 0, "limit": has or 0},
         )
 

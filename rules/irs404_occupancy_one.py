@@ -5,6 +5,7 @@ from __future__ import annotations
 from irscope.occupancy_amd import AMD_ARCHES
 from irscope.occupancy_nvidia import SUB_PARTITIONS
 from irscope.rule import Rule
+from irscope.rules._inductor import config_fix, inductor_kernel
 from irscope.rules.irs402_vgprs_above_step import input_artifact
 
 # The input that sets each limiter: the artifact line the finding points at.
@@ -58,6 +59,8 @@ class OccupancyOne(Rule):
     def check(self, ctx):
         occ = ctx.occupancy
         o = occ.occupancy
+        if not o.launchable:  # not one workgroup fits: IRS403 reports that it cannot launch (an error)
+            return []
         if o.unit == "waves/SIMD":
             if o.active != 1 or o.waves > o.simds:  # 6 waves on 4 SIMDs: two of them hold 2
                 return []
@@ -84,11 +87,14 @@ class OccupancyOne(Rule):
                         f"VGPRs: cut live values, not the register budget")
         elif step is not None:
             message += f"; {step.hint}"
+        fix = ("cut what limits it: registers with smaller tiles or more num_warps (then "
+               + ("maxnreg" if o.unit == "warps/SM" else "waves_per_eu=2")
+               + "), LDS / shared memory with fewer num_stages or a smaller BLOCK_K")
+        generated = inductor_kernel(ctx)
+        if generated is not None:  # inductor picks the config: nothing in it is edited by hand
+            fix = config_fix(generated, f"the {limit} that limit it")
         return [self.finding(
-            ctx, **input_artifact(ctx, name), message=message,
-            fix="cut what limits it: registers with smaller tiles or more num_warps (then "
-                + ("maxnreg" if o.unit == "warps/SM" else "waves_per_eu=2")
-                + "), LDS / shared memory with fewer num_stages or a smaller BLOCK_K",
+            ctx, **input_artifact(ctx, name), message=message, fix=fix,
             evidence={"active": o.active, "groups": o.groups, name: occ.input(name)},
         )]
 

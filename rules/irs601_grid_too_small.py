@@ -12,8 +12,13 @@ from __future__ import annotations
 from math import prod
 
 from irscope.rule import Rule
+from irscope.rules._inductor import config_fix, inductor_kernel
 from irscope.rules._program_work import loops_over_a_share, program_work
 
+# A launch that covers at most this many elements per CU (SM) in all (the output of an elementwise
+# kernel, or of dots with no K loop) is small for the device however it is split: one 1024-thread
+# workgroup per CU would take it in one element a thread, so launch latency, not the grid, sets its time.
+SMALL_PER_UNIT = 1024
 
 
 class GridTooSmall(Rule):
@@ -119,11 +124,35 @@ class GridTooSmall(Rule):
         # Most CUs busy (256 workgroups on 304 CUs) is a small loss: info. Fewer than half of the CUs with
         # work: a warning, unless the grid is the problem's own size and nothing in the kernel splits it.
         severity = "warning" if 2 * groups < units else "info"
-        if work is not None and work.kind == "whole":
+        generated = inductor_kernel(ctx)
+        fix = split_fix(work, groups, units, unit)
+        if generated is not None and generated.kind == "mix_order" and generated.split:
+            # Already a cross-program reduction: each program takes split-size rows, partials go to a workspace.
+            message += (f"; each program reduces {generated.split} rows and adds their column sums into a "
+                        "workspace (inductor's mix-order reduction: a second pass sums the partials)")
+            return self.finding(ctx, **where, evidence=evidence, severity=severity, message=message,
+                                fix=f"a smaller split size gives more programs ({generated.split // 2} rows give "
+                                    f"{2 * groups}, with a workspace twice as tall): "
+                                    + config_fix(generated, "the split size", grid=True))
+        total = groups * prod(work.shape) if work is not None and work.shape else 0
+        if work is not None and work.kind in ("elementwise", "dots") and 0 < total <= units * SMALL_PER_UNIT:
+            severity = "info"
+            message += (f"; the whole launch covers {total} elements ({groups} programs of "
+                        f"{'x'.join(map(str, work.shape))})")
+            fix = (f"nothing to tune: {total} elements are a small problem for {units} {unit}s, split any way "
+                   f"(under {SMALL_PER_UNIT} an {unit}); the launch costs its latency, not its grid; a larger "
+                   "batch fills the device")
+            if generated is not None:
+                fix += "; " + config_fix(generated, "the tile")
+        elif work is not None and work.kind == "whole":
             severity = "info"
             message += f"; each program {work.what}"
-        return self.finding(ctx, **where, evidence=evidence, severity=severity, message=message,
-                            fix=split_fix(work, groups, units, unit))
+        elif generated is not None and work is not None and work.kind == "rows":
+            fix = (f"fewer rows per program: each program {work.what}; {config_fix(generated, 'XBLOCK')}, and its "
+                   f"configs with half the rows ({work.shape[0] // 2}) give {2 * groups} programs")
+        elif generated is not None:
+            fix += "; " + config_fix(generated, "the tile")
+        return self.finding(ctx, **where, evidence=evidence, severity=severity, message=message, fix=fix)
 
     def _persistent(self, ctx, launch, where, evidence, grid, groups, per_unit, unit, module):
         """A grid of k workgroups per CU (sized to the CU count, the program looping over its share of the
