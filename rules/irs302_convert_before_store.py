@@ -82,6 +82,10 @@ class ConvertBeforeStore(Rule):
     convert is Triton's choice of a coalesced store: no pointer fact removes it, and once per
     program it is cheap. A reduction's result (an RMS, a logsumexp) stored 1-D costs one barrier
     per program: nothing to change.
+    A store whose addresses are apart along the layout's fastest dimension (a transposed output)
+    stores single elements whatever its facts: no pointer fact is offered. An inductor GEMM
+    template's epilogue is inductor's code: the fix says it is a once-per-tile cost its autotuner
+    already times.
     """
 
     code = "IRS302"

@@ -54,6 +54,9 @@ class LdsLimitedOccupancy(Rule):
     step, raise it (gemlite's `waves_per_eu=2` config with 32 KiB of LDS and 208 VGPRs needs
     21504 B, 168 VGPRs and `waves_per_eu=3` for 3 waves). A spilling kernel gets there only with
     smaller tiles.
+    A kernel torch.compile (inductor) generated has no BLOCK_K to edit: the fix says which of
+    inductor's choices sets the bytes (a max-autotune GEMM template config, timed by its autotuner;
+    a mix-order reduction's pipelined row loop) and which `torch._inductor.config` knob reaches it.
     """
 
     code = "IRS403"

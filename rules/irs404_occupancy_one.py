@@ -48,6 +48,8 @@ class OccupancyOne(Rule):
     unaligned GEMM's 2-byte loads cost VGPRs), then `waves_per_eu=2` to hold the compiler
     to 256. LDS / shared memory: fewer `num_stages`, a smaller `BLOCK_K`. NVIDIA registers:
     `maxnreg`, smaller tiles.
+    An inductor kernel's config is inductor's (its autotuner or heuristics): the fix says so.
+    A config that cannot launch at all is IRS403's error, not reported here.
     """
 
     code = "IRS404"

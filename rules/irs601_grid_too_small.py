@@ -71,6 +71,11 @@ class GridTooSmall(Rule):
     occupancy's workgroups per CU), not to the CU count. Where each program is one row or
     chunk reduced whole, the problem is small for the device: only a larger batch (or a
     two-pass redesign, worth it only if the launch shows in a profile) fills it.
+    An elementwise launch (or dots with no K loop) that covers at most 1024 elements per CU in
+    all is a small problem however it is split: info, nothing to tune. Inductor's kernels take
+    their split from inductor: XBLOCK for a reduction, the split size of a mix-order reduction
+    (`torch._inductor.config.triton.mix_order_reduction_split_size`), which is already a
+    cross-program reduction with a workspace of partials.
     """
 
     code = "IRS601"

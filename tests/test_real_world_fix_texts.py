@@ -164,3 +164,56 @@ def test_a_waves_per_eu_cap_that_pads_the_vgprs_is_reported(reports, prefix, use
                                 f"(.amdhsa_next_free_vgpr) where the kernel uses {used}")
     assert f.fix.startswith("raise waves_per_eu to") and json.loads(
         Path(kr.kernel.artifact("json").path).read_text())["waves_per_eu"] == 2
+
+
+# -- inductor's kernels (an H100 run of a Llama block, Triton 3.6): their configs are inductor's ------------------
+
+INDUCTOR = ("sm_90", "inductor_llama_block")
+
+
+def test_inductor_occupancy_fixes_name_inductors_knobs_not_block_k(reports):
+    """A triton_mm template config and a mix-order reduction candidate (a ws_ptr workspace, its row loop
+    pipelined with tt.num_stages = 5 while the kernel's num_stages is 1) are picked by inductor: no BLOCK_K edit."""
+    mix = kernel(reports, *INDUCTOR, "072036358f3d")
+    assert mix.kernel.options.num_stages.value == 1
+    assert any("ws_ptr" in line for line in ttgir(mix)) and any("tt.num_stages = 5" in line for line in ttgir(mix))
+    (lds,) = found(mix, "IRS403")
+    assert "mix-order reduction" in lds.fix and "num_stages=5" in lds.fix and "BLOCK_K" not in lds.fix
+    mm = kernel(reports, *INDUCTOR, "e1b14cc419f1")
+    for f in found(mm, "IRS403") + found(mm, "IRS404"):
+        assert "inductor's GEMM template" in f.fix and "BLOCK_K" not in f.fix
+
+
+def test_an_inductor_config_that_cannot_launch_is_one_error_not_occupancy_one(reports):
+    """262144 B of shared memory (json) over sm_90's 232448: IRS403's error, and no "0 warps per SM" IRS404."""
+    kr = kernel(reports, *INDUCTOR, "fb54d9b0b194")
+    assert json.loads(Path(kr.kernel.artifact("json").path).read_text())["shared"] == 262144
+    (error,) = found(kr, "IRS403")
+    assert error.severity == "error" and "232448" in error.fix and "autotune list" not in error.fix
+    assert found(kr, "IRS404") == []
+
+
+def test_inductor_grids_a_mix_order_split_and_a_tiny_arange(reports):
+    """A mix-order reduction is already a cross-program reduction (split_size = min(.., 32) rows a program,
+    partials to ws_ptr): its grid follows the split size. A 1024-element arange on 4 programs is info."""
+    mix = kernel(reports, *INDUCTOR, "072036358f3d")
+    assert any("arith.minsi" in line and "%c32_i32" in line for line in ttgir(mix))
+    (grid,) = found(mix, "IRS601")
+    assert "reduces 32 rows" in grid.message and "mix_order_reduction_split_size" in grid.fix
+    assert "cross-program reduction" not in grid.fix
+    arange = kernel(reports, *INDUCTOR, "640b40bbf8ca")
+    assert any("dense<1024>" in line for line in ttgir(arange))
+    (grid,) = found(arange, "IRS601")
+    assert grid.severity == "info" and "covers 1024 elements (4 programs of 256)" in grid.message
+    assert "scalar" not in grid.fix
+
+
+def test_inductor_stores_a_transposed_output_and_a_template_epilogue(reports):
+    """The RoPE kernel stores to yindex*512 + x (512 elements apart along the layout's fastest dim): no
+    pointer fact widens it. A triton_mm epilogue is inductor's template code: no tensor descriptor to write."""
+    rope = kernel(reports, *INDUCTOR, "f60d2fe59813")
+    (conv,) = [f for f in found(rope, "IRS302") if f.line == 90]
+    assert "512 elements apart" in conv.fix and "tl.multiple_of" not in conv.fix
+    mm = kernel(reports, *INDUCTOR, "e1b14cc419f1")
+    (epilogue,) = found(mm, "IRS302")
+    assert "inductor's GEMM template" in epilogue.fix and "make_tensor_descriptor" not in epilogue.fix
