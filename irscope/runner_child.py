@@ -34,7 +34,7 @@ def main() -> int:
     opts = parser.parse_args()
     script = os.path.realpath(opts.script)
     outcome = Outcome(opts.outcome)
-    recorder = LaunchRecorder(opts.launches, script)
+    recorder = LaunchRecorder(opts.launches, script, stand_in=bool(opts.target))
     try:
         import triton  # noqa: F401 - the script needs it; fail here with a clear message
     except ImportError:
@@ -89,9 +89,10 @@ class Outcome:
 class LaunchRecorder:
     """Wraps each launcher: one JSON line per launch, and the last kernel compiled (for errors)."""
 
-    def __init__(self, path: str, script: str):
+    def __init__(self, path: str, script: str, stand_in: bool = False):
         self.sink = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives as long as the process
         self.script = script
+        self.stand_in = stand_in  # only under --target can a grid be sized from this CPU by mistake
         self.last_compiled = None  # (src, metadata) of the newest launcher: the kernel Triton checks next
         self._units: list[int | None] = []
 
@@ -105,7 +106,8 @@ class LaunchRecorder:
                 "hash": getattr(metadata, "hash", None), "name": getattr(metadata, "name", None), "grid": grid,
                 "num_warps": getattr(metadata, "num_warps", None), "num_stages": getattr(metadata, "num_stages", None),
                 "shared": getattr(metadata, "shared", None), "compute_units": self.compute_units(),
-                "path": self.script if line else None, "line": line, "cpu_shaped": cpu_shaped(grid),
+                "path": self.script if line else None, "line": line,
+                "cpu_shaped": cpu_shaped(grid) if self.stand_in else None,
             }) + "\n")
             return launch(grid_x, grid_y, grid_z, *rest, **kwargs)
         return recording
