@@ -204,3 +204,22 @@ def test_tui_opens_a_run_whose_artifacts_are_there(home, monkeypatch, keep_flag,
     assert main(argv + ([keep_flag] if keep_flag else [])) == 0
     assert seen["artifacts"] and all(seen["artifacts"])
     assert bool(kept_runs.list_runs()) == kept_after
+
+
+def test_on_a_real_gpu_no_grid_is_called_sized_from_the_cpu(tmp_path):
+    """A run on a real GPU launches what the GPU answered: a grid of 16 on a 16-core host (the H100
+    run of inductor's kernels) is no sign of CPU sizing. Only the stand-in's runs are judged."""
+    import json
+    import os
+
+    from irscope.runner_child import LaunchRecorder
+
+    cores = os.cpu_count()
+    for stand_in, expected in ((True, f"grid x = {cores} = os.cpu_count() on this machine"), (False, None)):
+        path = tmp_path / f"launches-{stand_in}.jsonl"
+        recorder = LaunchRecorder(str(path), "script.py", stand_in=stand_in)
+        recorder._units.append(132)  # the device's count, as a driver would answer
+        launch = recorder.on_launcher(None, object(), lambda *grid_and_args: None)
+        launch(cores, 1, 1)
+        recorder.sink.close()
+        assert json.loads(path.read_text())["cpu_shaped"] == (expected if cores > 2 else None)
