@@ -4,8 +4,10 @@ Triton vectorizes a global load or store up to the elements a thread holds conti
 the value's layout (at most 16 bytes), and then only as far as the pointer's known
 alignment and contiguity allow (tt.divisibility, tl.multiple_of, tl.max_contiguous). So an
 ISA access narrower than what the layout gives a thread points at missing alignment facts;
-one as wide as the layout allows is the layout's limit (e.g. an MFMA accumulator stored
-without a convert_layout).
+one as wide as the layout allows is the layout's limit. The one layout limit reported is a
+store straight from an MMA accumulator whose runs lie across the memory-contiguous dimension
+(one element a lane at a time, where the transposed tile would store whole runs). Copies into
+LDS are held to their hardware's limit (MAX_VECTOR_BYTES, or a dword a lane on AMD before gfx950).
 """
 
 from __future__ import annotations

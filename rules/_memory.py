@@ -20,8 +20,8 @@ FACTS_FIX = ("make the pointer facts visible: unit strides as tl.constexpr, 16-d
              "tl.max_contiguous on the offsets; a mask `offs < n` keeps whole vectors only when n's divisibility is "
              "known (not in do_not_specialize, or padded to the vector)")
 MATRIX_FIX = ("put the accumulator's runs along the contiguous dimension: compute the transposed tile instead "
-              "(tl.dot(tl.trans(b), tl.trans(a)) gives C^T, whose runs then lie along C's dimension {dim}) and store it "
-              "through pointers transposed to match, or make the output contiguous along dimension {run_dim}; "
+              "(tl.dot(tl.trans(b), tl.trans(a)) gives C^T, whose runs then lie along C's dimension {dim}) and "
+              "store it through pointers transposed to match, or make the output contiguous along dimension {run_dim}; "
               "matrix_instr_nonkdim does not move the runs")
 OLD_MFMA = ("Triton 3.2 and later pick the transposed MFMA layout for a dot that is not part of a chain, whose runs "
             "lie along N: upgrading widens these stores; on this version, ")

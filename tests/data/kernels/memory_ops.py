@@ -14,7 +14,7 @@ def gemm(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_b
     a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
     b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
+    for _k in range(0, tl.cdiv(K, BLOCK_K)):
         a = tl.load(a_ptrs)  # A_LOAD
         b = tl.load(b_ptrs)  # B_LOAD
         acc = tl.dot(a, b, acc)
@@ -33,7 +33,7 @@ def gemm_c_transposed(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride
     a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
     b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
     acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
+    for _k in range(0, tl.cdiv(K, BLOCK_K)):
         a = tl.load(a_ptrs)
         b = tl.load(b_ptrs)
         acc = tl.dot(tl.trans(b), tl.trans(a), acc)
