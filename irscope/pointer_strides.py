@@ -146,9 +146,13 @@ class PointerStrides:
         return self.of(owner.operands[FOR_INIT_OPERANDS + carried.index(vid)]) or (DATA,) * rank
 
 # Where each op holds the addresses it reads or writes: the pointer tensor of tt.load/tt.store,
-# the offsets tensor of the buffer ops (`amdg.buffer_load %base[%offsets]`, `amdg.buffer_store
-# %value, %base[%offsets]`).
-ADDRESS_OPERAND = {"tt.load": 0, "tt.store": 0, "amdg.buffer_load": 1, "amdg.buffer_store": 2}
+# ttg.async_copy_global_to_local and the tt.atomic_* ops, the offsets tensor of the buffer ops
+# (`amdg.buffer_load %base[%offsets]`, `amdg.buffer_store %value, %base[%offsets]`,
+# `amdg.buffer_load_to_local %base[%offsets] into %dst`, `amdg.buffer_atomic_rmw op, sem, scope, %value,
+# %base[%offsets]`, `amdg.buffer_atomic_cas sem, scope, %cmp, %value, %base[%offsets]`).
+ADDRESS_OPERAND = {"tt.load": 0, "tt.store": 0, "amdg.buffer_load": 1, "amdg.buffer_store": 2,
+                   "ttg.async_copy_global_to_local": 0, "amdg.buffer_load_to_local": 1,
+                   "tt.atomic_rmw": 0, "tt.atomic_cas": 0, "amdg.buffer_atomic_rmw": 2, "amdg.buffer_atomic_cas": 3}
 
 
 def address_strides(strides: PointerStrides, op) -> Strides | None:

@@ -19,6 +19,18 @@ class NarrowGlobalLoad(Rule):
     several elements but no contiguous run at all (the contiguity is unknown). Loads as
     wide as their layout allows are left alone.
 
+    It reads every op of Triton 3.0-3.9 that loads from global memory: `tt.load` and
+    `amdg.buffer_load` (registers), and the copies of pipelined operands straight into LDS,
+    `ttg.async_copy_global_to_local` (PTX `cp.async.ca/.cg ... 4/8/16`, AMD `global_load_lds_*`)
+    and `amdg.buffer_load_to_local` (`buffer_load_* ... lds`). A 4-byte `cp.async` of a tile
+    is as narrow as a 4-byte `ld.global` and is named as such; the limit of a copy into LDS is
+    the hardware's: 16 B for `cp.async` and gfx950, one dword a lane on gfx942 and older, so a
+    `buffer_load_dword ... lds` there is as wide as it gets. TMA copies (`tt.descriptor_load`,
+    `ttng.async_tma_copy_global_to_local`, `cp.async.bulk.tensor`) have no per-lane width and
+    are never narrow. Atomics are not width-checked (their widths are the hardware's atomic
+    forms), and a line that holds one is left out: an fp16 atomic's compare-and-swap loop
+    issues `global_load_dword`s of its own that must not be taken for the line's `tl.load`.
+
     ## Why is this bad?
     Every load instruction costs issue slots and a memory request per lane. Reading fp16
     data with 2-byte loads takes 8 times the instructions, and 8 times the vmcnt slots, of
@@ -31,7 +43,9 @@ class NarrowGlobalLoad(Rule):
         a = tl.load(a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak)
 
     compiles (gfx942, fixture `gemm_unaligned`) to 32 `global_load_ushort` per lane in the
-    K loop, where the aligned build has 4 `global_load_dwordx4`.
+    K loop, where the aligned build has 4 `global_load_dwordx4`. An fp32 GEMM with such
+    strides, pipelined on sm_90, copies its operands with `cp.async.ca.shared.global [..], 0x4`
+    (64 per K step): "copies into shared memory of 4 B per lane".
 
     ## How to fix it in the kernel
     Tell Triton what is true about the pointers: pass unit strides as `tl.constexpr`
