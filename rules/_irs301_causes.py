@@ -87,14 +87,14 @@ def relation(src, dst_mma, op_idx) -> str:
         return f"the two MMA layouts split the warps differently ({mma_words(src)} vs {mma_words(dst_mma)})"
     if tuple(src.instr_shape) != tuple(dst_mma.instr_shape):
         return (f"the dots use different MMA instructions ({mma_words(src)} vs {mma_words(dst_mma)}), whose "
-                "layouts do not line up (the element types of the two dots decide them)")
+                "layouts do not line up")
     k_dim = 1 if op_idx == 0 else 0  # the result's dimension that is the next dot's K
     if op_idx in (0, 1) and src.warps_per_cta[k_dim] > 1:
         return (f"the result splits its {'columns' if op_idx == 0 else 'rows'}, the next dot's K, over "
                 f"{src.warps_per_cta[k_dim]} warps ({mma_words(src)}), while each warp's operand "
                 f"{'AB'[op_idx]} spans all of K")
     if op_idx == 1:
-        return "an MMA result read as operand B runs K along its rows, which Triton gathers through LDS"
+        return "an MMA result read as operand B runs K along its rows, which Triton gathers through shared memory"
     return "Triton does not convert this MMA result into the operand layout in registers"
 
 
@@ -110,6 +110,11 @@ def round_trip_cause(module, kind: str, traced: list, stored_ty, read_layout, do
         dot = next(d for t in traced for d in t.dots)
         head = tiles.mma_of(tiles.result_layout(module, dot)) or src
         what = f"a dot's result (the dot at line {dot.line})"
+        if "tt.trans" in shuffles:
+            return Cause(f"{what}, transposed", f"the dot's result is transposed (tt.trans) to become operand "
+                         f"{operand} of another dot: the transpose moves elements across lanes and warps, so Triton "
+                         "goes through shared memory; the transpose is the product's own (as in a gradient "
+                         f"X^T @ Y): {NO_KNOB} ({spend})", False)
         knob = warps_knob(module, head, dst_mma, stored_ty.shape[0] if op_idx == 0 else None,
                           getattr(read_layout, "k_width", None))
         if knob:

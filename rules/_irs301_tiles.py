@@ -25,7 +25,7 @@ SHUFFLES = frozenset({"tt.join", "tt.split", "tt.reshape", "tt.trans", "tt.cat",
 CASTS = frozenset({"tt.fp_to_fp", "tt.bitcast", "arith.extf", "arith.extsi", "arith.extui", "arith.sitofp",
                    "arith.uitofp", "arith.truncf", "arith.trunci", "arith.fptosi", "arith.fptoui", "arith.bitcast"})
 # Ops that give a tile another shape or spread without computing: followed like elementwise work.
-SPREADS = frozenset({"tt.broadcast", "tt.expand_dims", "tt.splat"})
+SPREADS = frozenset({"tt.broadcast", "tt.expand_dims", "tt.splat", "tt.unsplat"})
 ASYNC_COPIES = frozenset({"ttg.async_copy_global_to_local", "amdg.buffer_load_to_local",
                           "ttng.async_tma_copy_global_to_local"})
 MMA_NAMES = frozenset({"amd_mfma", "amd_wmma", "nvidia_mma"})
@@ -120,8 +120,7 @@ def trace(module, vid: int) -> Tile:
             tile.constants += 1
         elif name == "ttg.local_load":
             origins = flow.origins(op.operands[0], BUFFER_VIEWS)
-            copies = [module.ops[i] for i in origins if module.ops[i].canonical_name in ASYNC_COPIES]
-            writers = _stored_values(module, origins)
+            copies, writers = _writes_into(module, origins)
             tile.loads.extend(copies)
             stack.extend(writers)
             if not copies and not writers:
@@ -141,17 +140,22 @@ def trace(module, vid: int) -> Tile:
     return tile
 
 
-def _stored_values(module, buffers) -> list[int]:
-    """Register values written into the given LDS buffers (local_alloc %v, local_store)."""
-    out = []
+def _writes_into(module, buffers) -> tuple[list, list[int]]:
+    """What fills the given LDS buffers: async copies from global memory, and register values
+    written by local_alloc %v / local_store."""
+    copies, values = [], []
     flow = value_flow(module)
     for op in module.ops:
-        if op.canonical_name == "ttg.local_alloc" and op.operands and op.index in buffers:
-            out.append(op.operands[0])
-        elif op.canonical_name == "ttg.local_store" and len(op.operands) >= 2:
+        name = op.canonical_name
+        if name == "ttg.local_alloc" and op.operands and op.index in buffers:
+            values.append(op.operands[0])
+        elif name == "ttg.local_store" and len(op.operands) >= 2:
             if flow.origins(op.operands[1], BUFFER_VIEWS) & buffers:
-                out.append(op.operands[0])
-    return out
+                values.append(op.operands[0])
+        elif name in ASYNC_COPIES and len(op.operands) >= 2:
+            if flow.origins(op.operands[1], BUFFER_VIEWS) & buffers:
+                copies.append(op)
+    return copies, values
 
 
 def _loop_slot(module, vid: int):

@@ -59,26 +59,37 @@ class LdsRoundTrip(Rule):
     """Register values sent through LDS (shared memory) and read back into registers.
 
     ## What it does
-    Reads the TTGIR and reports two kinds of register -> LDS -> register trips:
+    Reads the TTGIR and reports two kinds of register -> LDS -> register trips, and says what
+    the tile is, since the cause and the fix follow from that:
 
     - a tile written to an LDS buffer (`ttg.local_alloc %v` or `ttg.local_store`) and read
-      back with `ttg.local_load`, unless it is a GEMM operand being staged: a tile that is
-      what a global load returned (possibly moved by `amdg.in_thread_transpose`,
-      `ttg.convert_layout`, `tt.trans` or `tt.reshape`) and that is read back as a dot operand
-      (possibly through `tt.trans`, elementwise work in the dot-operand layout such as a
-      scale, or a loop's iter_args when the pipeliner reads it one iteration early). That is
-      how a tiled GEMM feeds its MFMA/MMA and is not reported. A tile computed in registers
-      and then put through LDS to become a dot operand (a dequantized weight tile) is
-      reported;
+      back with `ttg.local_load`. A GEMM operand being staged is not reported: a tile that is
+      what global loads returned (moved by `amdg.in_thread_transpose`, `ttg.convert_layout`,
+      `tt.trans` or `tt.reshape`, cast, or a constant the software pipeliner stores for a stage
+      past the loop's end) and that a dot reads, possibly after casts (a raw fp8/int8 tile
+      converted after the read: `tt.bitcast`, `tt.fp_to_fp`, `arith.extf`/`sitofp`/...),
+      broadcasts and elementwise work in the dot-operand layout (a scale applied after the
+      read), or a loop's iter_args (the pipeliner's prefetch, as the loop's init or its
+      yield). The others are named by what the backward walk from the written value finds:
+      *a dot's result* (attention's P, a chained product), *loop-carried state* (a
+      recurrence's h, updated every iteration and read by a dot in the same iteration),
+      *dequantized in registers from a loaded N-bit tile*, *computed in registers from
+      reductions*, or *computed in registers*;
     - a `ttg.convert_layout` that irscope's model of the Triton version's lowering sends
       through LDS (data crossing warps), unless it feeds a `tt.store` (IRS302 reports those)
-      or takes a just-loaded tile to a dot operand (staging written as a convert).
+      or takes a just-loaded tile to a dot operand (staging written as a convert). The message
+      says whether the value is loaded, a reduction's result, a dot's accumulator (for an
+      atomic), a value between two dots' MMA layouts, loop-carried state or computed.
 
     It names the layout written and the layout read, with irscope's layout summaries, the
-    ops and their TTGIR lines, and the kernel's Python line. A trip whose LDS write is inside
-    a loop is a warning, since it repeats every iteration; one outside loops is info. Copies
-    of one trip that the software pipeliner made (the loop body and its peeled last
-    iteration) are one finding.
+    ops and their TTGIR lines, and the kernel's Python line. A trip is a warning when its LDS
+    write is inside a loop and the kernel has a knob for it (two chained dots whose MFMA
+    layouts differ, a dequantization that could be staged narrow, a transpose or reshape that
+    wants the other layout); a trip outside loops, or one nothing in the kernel can change (the
+    state of a recurrence, a reduction's result, a loaded vector meeting a tile of another
+    layout, two dots of different element types), is info, with its cost in bytes and the
+    reason in the fix text. Copies of one trip that the software pipeliner made (the loop
+    body and its peeled last iteration) are one finding.
 
     ## Why is this bad?
     An LDS round trip is an LDS write, a barrier and an LDS read on the path between two
@@ -101,16 +112,35 @@ class LdsRoundTrip(Rule):
     and 4 `ds_read_b64` right before `v_mfma_f32_32x32x8_f16`. The A tile of the same loop
     (loaded, stored, read back as a dot operand) is staging and is not reported.
 
+    SageAttention's `_attn_fwd` (real-world corpus, num_warps=8, BLOCK_M=128, gfx942) writes
+    its f16 128x64 P tile, the int8 QK^T dot's result in `mfma.v3[32x32x16|w8,1|T]`, to LDS
+    and reads it back as operand A of the PV dot in `mfma.v3[32x32x8|w4,2|T]`: 16 KB every
+    KV step, a warning whose fix names num_warps=4 or matrix_instr_nonkdim=16. Its K tile
+    (buffer_load i8, local_store, read into the KV loop's iter_args) is staging.
+
     ## How to fix it in the kernel
-    Triton chooses where layouts change; what you control is the shape of the computation
-    before the consumer. For a computed dot operand, keep the work before the dot elementwise
-    on the tile as loaded (for quantized weights: pack them offline in the order the dot
-    operand reads them, so no `tl.join`/`tl.permute`/`tl.reshape` interleave runs in the
-    loop), which leaves Triton the option to stage the narrow raw tile and compute after the
-    LDS read; recheck the TTGIR: the `local_alloc` should then take the raw integer tile. For
-    a `convert_layout` through LDS, find the op at the Python line that wants the other layout
-    (a reduction broadcast back, a `tl.trans`/`tl.reshape`/`tl.permute`, a dot operand) and
-    make the two sides agree, or move the conversion out of the loop.
+    The fix text follows from what the tile is:
+
+    - *a dot's result read by the next dot* (attention's P): on AMD, Triton spreads the first
+      dot of a chain over all warps along M and the second over at most BLOCK_M/mDim warps, so
+      with num_warps=8, BLOCK_M=128 and 32x32 MFMAs the second dot gets 4x2 warps and P (and
+      the softmax's alpha/l rows) crosses warps every iteration. `num_warps=4`, or
+      `matrix_instr_nonkdim=16` (16-row MFMAs, 8 row tiles for 8 warps), gives both dots one
+      layout and Triton converts P in registers (tests compile exactly this, int8 QK^T and f16
+      PV as in SageAttention, both ways). For 16- or 8-bit operands only: an f32 operand
+      (kWidth 1) goes through LDS even when the layouts match. Other chains (operand B, dots of
+      different element types, a result split over warps along the next dot's K) have no knob
+      irscope knows of, and the fix says so;
+    - *dequantized weights*: when the raw tile is narrower than the dequantized one, keep the
+      work before the dot elementwise on the tile as loaded (pack the weights offline in the
+      order the dot operand reads them, no `tl.join`/`tl.permute`/`tl.reshape` interleave in
+      the loop) so that Triton stages the narrow raw tile and converts after the LDS read; when
+      each packed word is loaded once per value it holds (a raw tile as large as the result, as
+      in gemlite), staging it raw would move more bytes: load each word once and pack offline;
+    - *loop-carried state*, *a reduction's result*, *a loaded vector meeting a tile of another
+      layout*: nothing in the kernel's hands; the finding is info and gives the bytes;
+    - *a transpose or reshape next to a convert*: load or pack the data in the order the
+      consumer reads it, or move the conversion out of the loop.
     """
 
     code = "IRS301"
