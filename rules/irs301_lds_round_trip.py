@@ -6,22 +6,13 @@ from collections import defaultdict
 from math import prod
 
 from irscope.ir_types import TensorType, element_of, encoding_of
-from irscope.layout_graph import GLOBAL_LOADS
-from irscope.mlir import iter_args
-from irscope.opgraph import value_flow
 from irscope.rule import Rule
 from irscope.source_map import user_frame
 
-# Ops that only move a tile's elements between threads or positions: a global load seen
-# through them is still the loaded data, and a dot operand reached through them is still one.
-MOVES = frozenset({"ttg.convert_layout", "amdg.in_thread_transpose", "tt.trans", "tt.reshape"})
-DOTS = frozenset({"tt.dot", "tt.dot_scaled", "ttng.warp_group_dot", "ttng.dot_async"})
-MMA_LAYOUTS = frozenset({"amd_mfma", "amd_wmma", "nvidia_mma"})
+from . import _irs301_causes as causes
+from . import _irs301_tiles as tiles
 
-FIX_COMPUTED_DOT = ("keep the work before the dot elementwise on the tile as loaded (for quantized weights: pack them "
-                    "offline in the order the dot operand reads them, with no tl.join/tl.permute/tl.reshape "
-                    "interleave in the loop), so that Triton can stage the narrow raw tile and compute after the "
-                    "LDS read; recheck the TTGIR: the local_alloc should then take the raw integer tile")
+MMA_LAYOUTS = tiles.MMA_NAMES  # IRS302 reads it
 FIX_LAYOUT = ("make the producer and the consumer agree on the layout: find the op at the Python line that needs "
               "the other layout (a reduction broadcast back, tl.trans/tl.reshape/tl.permute, a dot operand) and "
               "restructure it, or move the conversion out of the loop")
@@ -64,82 +55,41 @@ def lines_text(lines) -> str:
     return ("line " if len(lines) == 1 else "lines ") + ", ".join(str(n) for n in lines)
 
 
-def users_of(module) -> dict[int, list]:
-    users: dict[int, list] = defaultdict(list)
-    for op in module.ops:
-        for vid in op.operands:
-            users[vid].append(op)
-    return users
-
-
-def reaches_dot(vid: int, users, module=None) -> bool:
-    """Whether `vid` is a dot operand, possibly after ops that only move its elements, elementwise
-    work in a dot-operand layout (a scale applied after the read), or a trip through a loop's
-    iter_args (a pipelined prefetch read one iteration before its dot)."""
-    stack, seen = [vid], set()
-    while stack:
-        current = stack.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        for op in users.get(current, ()):
-            name = op.canonical_name
-            if name in DOTS:
-                return True
-            if name in MOVES and op.operands and op.operands[0] == current:
-                stack.extend(op.results)
-            elif name.startswith(("arith.", "math.")) or name == "tt.fp_to_fp":
-                stack.extend(r for r in op.results if module is not None and _is_dot_operand_value(module, r))
-            elif name == "scf.yield" and module is not None and op.parent is not None:
-                stack.extend(_carried(module, op, current))
-    return False
-
-
-def _is_dot_operand_value(module, vid: int) -> bool:
-    return getattr(encoding_of(module.values[vid].type), "name", None) == "dot_op"
-
-
-def _carried(module, yield_op, vid: int) -> list[int]:
-    """What an scf.for's yield of `vid` becomes: the next iteration's iter_arg and the loop's result."""
-    loop = module.ops[yield_op.parent]
-    carried, out = iter_args(loop), []
-    if loop.canonical_name != "scf.for":
-        return out
-    for i, operand in enumerate(yield_op.operands):
-        if operand == vid:
-            out += [*carried[i:i + 1], *loop.results[i:i + 1]]
-    return out
-
-def is_loaded(module, vid: int) -> bool:
-    """The value is what global loads returned, possibly moved between threads (not computed)."""
-    origins = value_flow(module).origins(vid, MOVES)
-    return bool(origins) and all(module.ops[i].canonical_name in GLOBAL_LOADS for i in origins)
-
-
 class LdsRoundTrip(Rule):
     """Register values sent through LDS (shared memory) and read back into registers.
 
     ## What it does
-    Reads the TTGIR and reports two kinds of register -> LDS -> register trips:
+    Reads the TTGIR and reports two kinds of register -> LDS -> register trips, and says what
+    the tile is, since the cause and the fix follow from that:
 
     - a tile written to an LDS buffer (`ttg.local_alloc %v` or `ttg.local_store`) and read
-      back with `ttg.local_load`, unless it is a GEMM operand being staged: a tile that is
-      what a global load returned (possibly moved by `amdg.in_thread_transpose`,
-      `ttg.convert_layout`, `tt.trans` or `tt.reshape`) and that is read back as a dot operand
-      (possibly through `tt.trans`, elementwise work in the dot-operand layout such as a
-      scale, or a loop's iter_args when the pipeliner reads it one iteration early). That is
-      how a tiled GEMM feeds its MFMA/MMA and is not reported. A tile computed in registers
-      and then put through LDS to become a dot operand (a dequantized weight tile) is
-      reported;
+      back with `ttg.local_load`. A GEMM operand being staged is not reported: a tile that is
+      what global loads returned (moved by `amdg.in_thread_transpose`, `ttg.convert_layout`,
+      `tt.trans` or `tt.reshape`, cast, or a constant the software pipeliner stores for a stage
+      past the loop's end) and that a dot reads, possibly after casts (a raw fp8/int8 tile
+      converted after the read: `tt.bitcast`, `tt.fp_to_fp`, `arith.extf`/`sitofp`/...),
+      broadcasts and elementwise work in the dot-operand layout (a scale applied after the
+      read), or a loop's iter_args (the pipeliner's prefetch, as the loop's init or its
+      yield). The others are named by what the backward walk from the written value finds:
+      *a dot's result* (attention's P, a chained product), *loop-carried state* (a
+      recurrence's h, updated every iteration and read by a dot in the same iteration),
+      *dequantized in registers from a loaded N-bit tile*, *computed in registers from
+      reductions*, or *computed in registers*;
     - a `ttg.convert_layout` that irscope's model of the Triton version's lowering sends
       through LDS (data crossing warps), unless it feeds a `tt.store` (IRS302 reports those)
-      or takes a just-loaded tile to a dot operand (staging written as a convert).
+      or takes a just-loaded tile to a dot operand (staging written as a convert). The message
+      says whether the value is loaded, a reduction's result, a dot's accumulator (for an
+      atomic), a value between two dots' MMA layouts, loop-carried state or computed.
 
     It names the layout written and the layout read, with irscope's layout summaries, the
-    ops and their TTGIR lines, and the kernel's Python line. A trip whose LDS write is inside
-    a loop is a warning, since it repeats every iteration; one outside loops is info. Copies
-    of one trip that the software pipeliner made (the loop body and its peeled last
-    iteration) are one finding.
+    ops and their TTGIR lines, and the kernel's Python line. A trip is a warning when its LDS
+    write is inside a loop and the kernel has a knob for it (two chained dots whose MFMA
+    layouts differ, a dequantization that could be staged narrow, a transpose or reshape that
+    wants the other layout); a trip outside loops, or one nothing in the kernel can change (the
+    state of a recurrence, a reduction's result, a loaded vector meeting a tile of another
+    layout, two dots of different element types), is info, with its cost in bytes and the
+    reason in the fix text. Copies of one trip that the software pipeliner made (the loop
+    body and its peeled last iteration) are one finding.
 
     ## Why is this bad?
     An LDS round trip is an LDS write, a barrier and an LDS read on the path between two
@@ -162,16 +112,35 @@ class LdsRoundTrip(Rule):
     and 4 `ds_read_b64` right before `v_mfma_f32_32x32x8_f16`. The A tile of the same loop
     (loaded, stored, read back as a dot operand) is staging and is not reported.
 
+    SageAttention's `_attn_fwd` (real-world corpus, num_warps=8, BLOCK_M=128, gfx942) writes
+    its f16 128x64 P tile, the int8 QK^T dot's result in `mfma.v3[32x32x16|w8,1|T]`, to LDS
+    and reads it back as operand A of the PV dot in `mfma.v3[32x32x8|w4,2|T]`: 16 KB every
+    KV step, a warning whose fix names num_warps=4 or matrix_instr_nonkdim=16. Its K tile
+    (buffer_load i8, local_store, read into the KV loop's iter_args) is staging.
+
     ## How to fix it in the kernel
-    Triton chooses where layouts change; what you control is the shape of the computation
-    before the consumer. For a computed dot operand, keep the work before the dot elementwise
-    on the tile as loaded (for quantized weights: pack them offline in the order the dot
-    operand reads them, so no `tl.join`/`tl.permute`/`tl.reshape` interleave runs in the
-    loop), which leaves Triton the option to stage the narrow raw tile and compute after the
-    LDS read; recheck the TTGIR: the `local_alloc` should then take the raw integer tile. For
-    a `convert_layout` through LDS, find the op at the Python line that wants the other layout
-    (a reduction broadcast back, a `tl.trans`/`tl.reshape`/`tl.permute`, a dot operand) and
-    make the two sides agree, or move the conversion out of the loop.
+    The fix text follows from what the tile is:
+
+    - *a dot's result read by the next dot* (attention's P): on AMD, Triton spreads the first
+      dot of a chain over all warps along M and the second over at most BLOCK_M/mDim warps, so
+      with num_warps=8, BLOCK_M=128 and 32x32 MFMAs the second dot gets 4x2 warps and P (and
+      the softmax's alpha/l rows) crosses warps every iteration. `num_warps=4`, or
+      `matrix_instr_nonkdim=16` (16-row MFMAs, 8 row tiles for 8 warps), gives both dots one
+      layout and Triton converts P in registers (tests compile exactly this, int8 QK^T and f16
+      PV as in SageAttention, both ways). For 16- or 8-bit operands only: an f32 operand
+      (kWidth 1) goes through LDS even when the layouts match. Other chains (operand B, dots of
+      different element types, a result split over warps along the next dot's K) have no knob
+      irscope knows of, and the fix says so;
+    - *dequantized weights*: when the raw tile is narrower than the dequantized one, keep the
+      work before the dot elementwise on the tile as loaded (pack the weights offline in the
+      order the dot operand reads them, no `tl.join`/`tl.permute`/`tl.reshape` interleave in
+      the loop) so that Triton stages the narrow raw tile and converts after the LDS read; when
+      each packed word is loaded once per value it holds (a raw tile as large as the result, as
+      in gemlite), staging it raw would move more bytes: load each word once and pack offline;
+    - *loop-carried state*, *a reduction's result*, *a loaded vector meeting a tile of another
+      layout*: nothing in the kernel's hands; the finding is info and gives the bytes;
+    - *a transpose or reshape next to a convert*: load or pack the data in the order the
+      consumer reads it, or move the conversion out of the loop.
     """
 
     code = "IRS301"
@@ -190,7 +159,7 @@ class LdsRoundTrip(Rule):
 
     # -- ttg.local_alloc / local_store ... local_load ------------------------------------
     def _round_trips(self, ctx, facts, module, user_file):
-        users = users_of(module)
+        users = tiles.users_of(module)
         mem = memory_word(ctx)
         groups: dict[tuple, list] = defaultdict(list)
         for trip in facts.round_trips:
@@ -198,13 +167,13 @@ class LdsRoundTrip(Rule):
             readers = [module.ops[i] for i in trip.readers]
             if not writers or not readers or not all(r.results for r in readers):
                 continue
-            loaded = all(is_loaded(module, w.operands[0]) for w in writers)
-            as_dot = all(reaches_dot(r.results[0], users, module) for r in readers)
-            if loaded and as_dot:
-                continue  # a GEMM operand staged through LDS
+            dots = [tiles.dots_reached(module, r.results[0], users) for r in readers]
+            loaded = tiles.kind_of([tiles.trace(module, w.operands[0]) for w in writers]) == "loaded"
+            if loaded and all(dots):
+                continue  # a GEMM operand staged through LDS (raw fp8/int8 converted after the read included)
             key = (trip.stored_layout, trip.shared_layout, trip.loaded_layout, trip.element, trip.shape,
                    trip.python_lines)
-            groups[key].append((trip, writers, readers, loaded, as_dot))
+            groups[key].append((trip, writers, readers, loaded, all(dots)))
         findings = []
         for members in groups.values():
             _, writers0, readers0, loaded, as_dot = members[0]
@@ -225,7 +194,6 @@ class LdsRoundTrip(Rule):
                 read = f"dot operand {operand}, {read},"
             elif as_dot:
                 read = f"{read}, then moved in registers into a dot operand,"
-            origin = "loaded from global memory" if loaded else "computed in registers"
             if looped:
                 where = f"in a loop ({lines_text(w.line for w in looped)})"
                 if outside:
@@ -235,25 +203,34 @@ class LdsRoundTrip(Rule):
                 where = "outside loops"
             python = python_of(module, writers[0], user_file)
             nbytes = tile_bytes(stored_ty)
+            traced = [tiles.trace(module, w.operands[0]) for w in (looped or writers)]
+            kind = "loaded" if loaded else tiles.kind_of(traced)
+            if loaded or not as_dot:
+                cause = causes.Cause("loaded from global memory" if loaded else "computed in registers",
+                                     FIX_LAYOUT, True)
+            else:
+                cause = causes.round_trip_cause(module, kind, traced, stored_ty, read_layout, None, nbytes,
+                                                bool(looped))
             write_names = sorted({w.canonical_name for w in writers})
             findings.append(self.finding(
                 ctx, stage="ttgir", path=module.path,
                 lines=[o.line for o in writers + readers], python=python,
-                severity="warning" if looped else "info",
-                message=f"{tile_text(stored_ty)} tile {origin}, layout {stored}, is written to {mem} as {shared} by "
-                        f"{'/'.join(write_names)} at {lines_text(w.line for w in writers)} and read back as {read} "
-                        f"by ttg.local_load at {lines_text(r.line for r in readers)}; {where}; {nbytes} B per trip"
-                        + (f"; Python line {python[1]}" if python else ""),
-                fix=FIX_COMPUTED_DOT if as_dot and not loaded else FIX_LAYOUT,
+                severity="warning" if looped and cause.knob else "info",
+                message=f"{tile_text(stored_ty)} tile, {cause.what}, layout {stored}, is written to {mem} as "
+                        f"{shared} by {'/'.join(write_names)} at {lines_text(w.line for w in writers)} and read back "
+                        f"as {read} by ttg.local_load at {lines_text(r.line for r in readers)}; {where}; "
+                        f"{nbytes} B per trip" + (f"; Python line {python[1]}" if python else ""),
+                fix=cause.fix,
                 evidence={"writes": len(writers), "reads": len(readers), "writes_in_loop": len(looped),
-                          "tile_bytes": nbytes, "feeds_dot": int(as_dot), "computed": int(not loaded)},
+                          "tile_bytes": nbytes, "feeds_dot": int(as_dot), "computed": int(not loaded),
+                          "knob": int(cause.knob)},
             ))
         return findings
 
     # -- ttg.convert_layout through LDS --------------------------------------------------
     def _conversions(self, ctx, facts, module, user_file):
         epilogue = {e.convert for e in facts.epilogue_converts if e.lowering == "shared_memory"}
-        users = users_of(module)
+        users = tiles.users_of(module)
         mem = memory_word(ctx)
         findings = []
         for conv in facts.conversions:
@@ -264,32 +241,24 @@ class LdsRoundTrip(Rule):
             dst_ty = module.values[op.results[0]].type
             if not isinstance(src_ty, TensorType) or not isinstance(dst_ty, TensorType):
                 continue
+            if tiles.trace(module, op.operands[0]).loaded and tiles.dots_reached(module, op.results[0], users):
+                continue  # a just-loaded tile converted on its way to a dot: operand staging, as local_alloc is
             consumers = sorted({(u.line, u.canonical_name) for u in users.get(op.results[0], ())})
             used = "; used by " + ", ".join(f"{name} at line {line}" for line, name in consumers) if consumers else ""
             python = python_of(module, op, user_file)
             looped = op.loop_depth > 0
-            if is_loaded(module, op.operands[0]) and reaches_dot(op.results[0], users, module):
-                continue  # a just-loaded tile converted on its way to a dot: operand staging, as local_alloc is
-            source_mma = getattr(encoding_of(src_ty), "name", None) in MMA_LAYOUTS
-            atomic = any(name == "tt.atomic_rmw" for _, name in consumers)
-            fix = FIX_LAYOUT
-            if source_mma and atomic and ctx.backend == "cuda":
-                fix = ("this converts the MMA accumulator for tl.atomic_add and runs once, after the loop: usually "
-                       "small next to the loop; weigh it only if its shared memory limits occupancy")
-            elif source_mma and atomic:
-                fix = ("this converts the MMA accumulator for tl.atomic_add and runs once, after the loop; the ROCm "
-                       "guide notes that storing from the MFMA layout (OPTIMIZE_EPILOGUE=1) works with tt.store but "
-                       "not tt.atomic_add, so a split-K epilogue keeps it: weigh it only if its LDS limits occupancy")
             nbytes = tile_bytes(dst_ty)
+            cause = causes.conversion_cause(module, ctx.backend, op, consumers, nbytes, looped)
             findings.append(self.finding(
                 ctx, stage="ttgir", path=module.path, lines=[op.line], python=python,
-                severity="warning" if looped else "info",
-                message=f"ttg.convert_layout of {tile_text(dst_ty)} from "
+                severity="warning" if looped and cause.knob else "info",
+                message=f"ttg.convert_layout of {tile_text(dst_ty)} ({cause.what}) from "
                         f"{layout_name(conv.source, encoding_of(src_ty))} to "
                         f"{layout_name(conv.target, encoding_of(dst_ty))} at line {op.line} goes through {mem} "
                         f"(irscope: {conv.reason.rstrip('.')}); {'in a loop' if looped else 'outside loops'}{used}; "
                         f"{nbytes} B tile" + (f"; Python line {python[1]}" if python else ""),
-                fix=fix,
-                evidence={"tile_bytes": nbytes, "in_loop": int(looped), "loop_depth": op.loop_depth},
+                fix=cause.fix,
+                evidence={"tile_bytes": nbytes, "in_loop": int(looped), "loop_depth": op.loop_depth,
+                          "knob": int(cause.knob)},
             ))
         return findings

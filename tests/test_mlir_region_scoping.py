@@ -134,7 +134,7 @@ REAL_WORLD = FIXTURES / "real_world"
 def real_world(tmp_path_factory):
     """(target, hash prefix) -> the kernel's directory, unpacked from the corpus archive."""
     root = tmp_path_factory.mktemp("real-world-kernels")
-    wanted = {"sm_90": ("3WTPQ2HE",), "gfx942": ("LMNQG3SR", "NR7PIJOV", "Q7CRNCY5")}
+    wanted = {"sm_90": ("3WTPQ2HE",), "gfx942": ("LMNQG3SR", "NR7PIJOV", "Q7CRNCY5", "SQLQHI45")}
     found = {}
     for target, prefixes in wanted.items():
         with tarfile.open(REAL_WORLD / f"{target}.tar.xz") as tar:
@@ -177,21 +177,25 @@ def test_round_trips_name_the_layouts_of_the_lines_they_cite(real_world):
     # sageattention _attn_fwd (gfx942): two sibling K loops reuse %k_515, %v_540, %v_541, ...
     # Before, `ttg.local_store %v_541, %v_540` of the second loop (line 639, an f16 #linear
     # tile into #shared2) was reported as an i1 64x1 #blocked3 tile written as #blocked3.
-    report, trips = findings_of(LdsRoundTrip, real_world[("gfx942", "LMNQG3SR")])
-    text = text_of(report)
+    # Its K tile's trips are operand staging and are not reported; the num_warps=8 build of the same
+    # kernel (SQLQHI45, sibling regions too) reports P's trip, written at 4 lines in 4 regions.
     cited = 0
-    for finding in trips:
-        match = TRIP.search(finding.message)
-        if match is None:
-            continue
-        stored, shared, writes, reads = match.groups()
-        for line in map(int, writes.split(",")):
-            assert re.search(rf"{stored}\b", text[line - 1]) and re.search(rf"{shared}\b", text[line - 1]), line
-        for line in map(int, reads.split(",")):
-            assert re.search(rf"{shared}\b", text[line - 1]), line
-        cited += 1
-    assert cited >= 2
-    assert not any(639 in f.lines for f in trips)
+    for prefix in ("LMNQG3SR", "SQLQHI45"):
+        report, trips = findings_of(LdsRoundTrip, real_world[("gfx942", prefix)])
+        text = text_of(report)
+        for finding in trips:
+            match = TRIP.search(finding.message)
+            if match is None:
+                continue
+            stored, shared, writes, reads = match.groups()
+            for line in map(int, writes.split(",")):
+                assert re.search(rf"{stored}\b", text[line - 1]) and re.search(rf"{shared}\b", text[line - 1]), line
+            for line in map(int, reads.split(",")):
+                assert re.search(rf"{shared}\b", text[line - 1]), line
+            cited += len(writes.split(","))
+        if prefix == "LMNQG3SR":
+            assert not any(639 in f.lines for f in trips)
+    assert cited >= 4
 
 
 def test_staged_tiles_of_sibling_ifs_stay_silent(real_world):

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, fixture_findings, pick_fixture
+from conftest import FIXTURES, fixture_findings, pick_fixture, rule_findings
 
 from irscope.rules.irs301_lds_round_trip import LdsRoundTrip
 
@@ -71,7 +71,10 @@ def test_int4_dequantized_tile_round_trip_fires_in_the_loop(reports, arch, versi
     assert "ttg.local_alloc" in text[finding.line - 1]
     (first,) = [m for n, m in allocs.items() if n == finding.line]
     rows, cols, layout = int(first.group(2)), int(first.group(3)), first.group(4)
-    assert f"f16 {rows}x{cols} tile computed in registers, layout {layout} (" in finding.message
+    # dequantized from the int8-packed int4 weights, through the tl.join/tl.reshape unpacking
+    assert (f"f16 {rows}x{cols} tile, computed in registers from a loaded 8-bit tile, layout {layout} ("
+            in finding.message)
+    assert "pack them offline in the order the dot operand reads them" in finding.fix
     assert f"{rows * cols * 2} B per trip" in finding.message and finding.number("tile_bytes") == rows * cols * 2
     loop_alloc = next(n for n in allocs if n in in_loop)
     assert f"in a loop (line {loop_alloc})" in finding.message
@@ -114,3 +117,152 @@ def test_epilogue_converts_are_left_to_irs302(reports, version):
     for report, findings in pick(reports, "tile_copy_nohint", "gfx942", version):
         assert "ttg.convert_layout" in "\n".join(ttgir_lines(report)) or version == "3.2"
         assert findings == []
+
+
+# -- the real-world corpus (fixtures/real_world/): what each tile is decides the finding and its fix --------------
+
+REAL_WORLD = FIXTURES / "real_world"
+CORPUS_KERNELS = {  # (target, cache directory prefix): what the kernel shows
+    ("gfx942", "EITKSLGX"): "gemlite gemm_INT_kernel: 1x256 scales staged and applied after the read",
+    ("gfx942", "LMNQG3SR"): "sageattention _attn_fwd num_warps=4: int8 K staged, read into the loop's iter_args",
+    ("gfx942", "SQLQHI45"): "sageattention _attn_fwd num_warps=8: P between two dots of different MFMA layouts",
+    ("gfx942", "6K4I4LE2"): "fla recompute_w_u_fwd: buffer_load + in_thread_transpose stores, a pipeliner zero fill",
+    ("gfx942", "DNXDWK5V"): "fla chunk_gated_delta_rule_fwd_h: the recurrent state h as operand B every chunk",
+}
+
+
+@pytest.fixture(scope="module")
+def corpus_reports(tmp_path_factory):
+    import tarfile
+
+    root = tmp_path_factory.mktemp("irs301-real-world")
+    found = {}
+    for target in {t for t, _ in CORPUS_KERNELS}:
+        prefixes = [p for t, p in CORPUS_KERNELS if t == target]
+        with tarfile.open(REAL_WORLD / f"{target}.tar.xz") as tar:
+            members = [m for m in tar.getmembers() if m.isfile() and any(f"/cache/{p}" in m.name for p in prefixes)]
+            tar.extractall(root, members=members, filter="data")
+        for prefix in prefixes:
+            (directory,) = {root / Path(m.name).parent for m in members if f"/cache/{prefix}" in m.name}
+            ((report, findings),) = rule_findings(LdsRoundTrip, directory).values()
+            found[(target, prefix)] = (report, findings)
+    return found
+
+
+def trip_findings(findings):
+    return [f for f in findings if "ttg.local_load" in f.message]
+
+
+def test_scales_applied_after_the_lds_read_are_staging(corpus_reports):
+    # gemlite gemm_INT_kernel (gfx942): the 1x256 scales and zeros are buffer_load'ed, staged
+    # (local_alloc at 97/100) and read in the dot_op B layout, broadcast and fma'd into the operand
+    # after its read (ttgir:107-109): the compute-after-read pattern, not a round trip to report.
+    report, findings = corpus_reports[("gfx942", "EITKSLGX")]
+    text = ttgir_lines(report)
+    assert "ttg.local_alloc %scales_65" in text[96] and "math.fma %b_74, %b_75, %b_76" in text[108]
+    assert not {97, 98, 100, 101} & {line for f in findings for line in f.lines}
+    # the 128x256 f16 tile dequantized from per-element i32 loads (ttgir:102-105) is reported, with
+    # the packing as the cause: staging the raw i32 tile would move twice the bytes
+    (dequantized,) = trip_findings(findings)
+    assert dequantized.line == 105 and dequantized.severity == "warning"
+    assert "dequantized in registers from a loaded 32-bit tile" in dequantized.message
+    assert "same shape (each packed word is loaded again for every value it holds): 131072 B, 2x the f16" in dequantized.fix
+
+
+def test_operand_staged_into_a_loops_iter_args_is_silent(corpus_reports):
+    # sageattention _attn_fwd, num_warps=4 (gfx942): K (buffer_load i8) is local_store'd at 210/228/295/370;
+    # the read at 257 enters the KV loop as its init operand (%k_486 at line 270), the one at 320 as its
+    # yield: both reach the loop's tt.dot at 271. Before, that was a false warning.
+    report, findings = corpus_reports[("gfx942", "LMNQG3SR")]
+    text = ttgir_lines(report)
+    assert "ttg.local_load %k_126" in text[256] and "%k_160" in text[269] and "tt.dot %q_117, %k_486" in text[270]
+    assert findings == []
+
+
+def test_softmax_p_between_two_mfma_layouts_names_the_warps_knob(corpus_reports):
+    # sageattention _attn_fwd, num_warps=8, BLOCK_M=128: QK^T gets mfma 32x32x16 w8,1, PV gets w4,2
+    # (BLOCK_M/32 = 4 warps along M), so P (f16 128x64) crosses warps through LDS every KV step.
+    report, findings = corpus_reports[("gfx942", "SQLQHI45")]
+    (p_trip,) = trip_findings(findings)
+    assert p_trip.severity == "warning" and "in a loop" in p_trip.message
+    assert "f16 128x64 tile, a dot's result" in p_trip.message and "as dot operand A" in p_trip.message
+    assert "split the 8 warps differently" in p_trip.fix and "BLOCK_M/32 = 4 warps" in p_trip.fix
+    assert "num_warps=4" in p_trip.fix and "matrix_instr_nonkdim=16" in p_trip.fix
+    assert "dequantiz" not in p_trip.fix and "pack" not in p_trip.fix
+    # alpha[:, None] moves between the same two layouts in the loop, with the same cause
+    alpha = [f for f in findings if f.message.startswith("ttg.convert_layout") and f.severity == "warning"]
+    assert alpha and all("num_warps=4" in f.fix for f in alpha)
+
+
+def test_loaded_tiles_with_a_pipeliner_zero_fill_are_staging(corpus_reports):
+    # fla recompute_w_u_fwd (gfx942): the writers of b_v/b_k are buffer_load results moved by
+    # amdg.in_thread_transpose (ttgir:130, 135) and a constant zero tile for the stage past the end
+    # (ttgir:138); the reads are scaled by b_beta in the dot_op layout and go to tt.dot. Before, the
+    # constant made the tile "computed in registers".
+    report, findings = corpus_reports[("gfx942", "6K4I4LE2")]
+    text = ttgir_lines(report)
+    assert "amdg.in_thread_transpose %cst_6" in text[136] and "ttg.local_store %b_v_87" in text[137]
+    assert trip_findings(findings) == []
+
+
+def test_recurrent_state_is_info_and_says_nothing_can_change_it(corpus_reports):
+    # fla chunk_gated_delta_rule_fwd_kernel_h_blockdim64 (gfx942): b_h (bf16 of the loop-carried f32
+    # state) is local_alloc'd and read as dot operand B of tl.dot(b_w, b_h) in every chunk.
+    report, findings = corpus_reports[("gfx942", "DNXDWK5V")]
+    states = [f for f in trip_findings(findings) if "loop-carried state" in f.message]
+    assert states and all(f.severity == "info" for f in states)
+    assert all("the recurrence itself; nothing in the kernel's hands" in f.fix for f in states)
+    assert all("pack" not in f.fix for f in trip_findings(findings))
+
+
+# -- kernels compiled here with Triton 3.9 for gfx942 ---------------------------------------------------------------
+
+KERNELS = Path(__file__).parent / "data" / "irs301_kernels.py"
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """The kernels of tests/data/irs301_kernels.py compiled for gfx942: name -> [(report, findings)]."""
+    pytest.importorskip("triton")
+    import importlib.util
+    import os
+
+    cache = tmp_path_factory.mktemp("irs301-cache")
+    spec = importlib.util.spec_from_file_location("irs301_kernels", KERNELS)
+    kernels = importlib.util.module_from_spec(spec)
+    old = os.environ.get("TRITON_CACHE_DIR")
+    os.environ["TRITON_CACHE_DIR"] = str(cache)
+    try:
+        spec.loader.exec_module(kernels)
+        kernels.compile_all()
+    finally:
+        if old is None:
+            os.environ.pop("TRITON_CACHE_DIR")
+        else:
+            os.environ["TRITON_CACHE_DIR"] = old
+    out: dict = {}
+    for report, findings in rule_findings(LdsRoundTrip, cache).values():
+        out.setdefault((report.kernel.name, report.kernel.options.num_warps.value), []).append((report, findings))
+    return out
+
+
+def test_raw_fp8_tile_converted_after_the_read_is_staging(compiled):
+    # issue 21 defect 5: B holds fp8 e4m3 as bytes; Triton stages the raw i8 tile and does
+    # tt.bitcast + tt.fp_to_fp in the dot_op layout after the read. Before, a false warning.
+    ((report, findings),) = compiled[("fp8_bytes_gemm", 4)]
+    text = "\n".join(ttgir_lines(report))
+    assert re.search(r"ttg\.local_alloc %\w+ : \(tensor<64x128xi8", text)
+    assert re.search(r"tt\.bitcast %\w+ : tensor<64x128xi8, #ttg\.dot_op", text) and "tt.fp_to_fp" in text
+    assert findings == []
+
+
+def test_the_warps_knob_removes_the_p_round_trip(compiled):
+    # int8 QK^T then f16 PV, BLOCK_M=128: at num_warps=8 P goes through LDS (the fix names
+    # num_warps=4); at num_warps=4 both dots share one MFMA layout and no trip is reported.
+    ((report8, findings8),) = compiled[("int8_attention", 8)]
+    (p_trip,) = trip_findings(findings8)
+    assert p_trip.severity == "warning" and "num_warps=4" in p_trip.fix
+    assert "local_alloc" in "\n".join(ttgir_lines(report8))
+    ((report4, findings4),) = compiled[("int8_attention", 4)]
+    assert findings4 == []
+    assert not re.search(r"ttg\.local_alloc %\w+ : \(tensor<128x64xf16", "\n".join(ttgir_lines(report4)))
