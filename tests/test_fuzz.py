@@ -59,7 +59,9 @@ def test_parser_returns_or_names_file_and_line(parser):
 
 @pytest.mark.parametrize("parser", sorted(set(PARSERS) - {"cubin", "mlir_dump", "metadata"}))
 def test_character_runs_stay_linear(parser):
-    """20,000 of one character in a real line: no regex backtracks over the run (each case < 1 s)."""
+    """20,000 of one character in a real line: no regex backtracks over the run. A linear parse of it
+    takes milliseconds and a backtracking regex over 20,000 characters minutes; the 10 s bound tells
+    them apart on a loaded 2-core machine, where a bound of 1 s failed (bench/ measures speed)."""
     files = fuzzing.parser_files(parser)
     if not files:
         pytest.skip("nvdisasm is not installed")
@@ -67,7 +69,7 @@ def test_character_runs_stay_linear(parser):
     outcomes = list(map(lambda c: fuzzing.check(parser, PARSERS[parser][0], c),
                         fuzzing.cases(fuzzing.spread(files, 6), count, SEED, ["line_run"])))
     assert not _failures(outcomes), _failures(outcomes)
-    slow = [f"{o.case}: {o.seconds:.1f} s" for o in outcomes if o.seconds > 1]
+    slow = [f"{o.case}: {o.seconds:.1f} s" for o in outcomes if o.seconds > 10]
     assert not slow, slow
 
 
