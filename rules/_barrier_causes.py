@@ -268,9 +268,26 @@ class _Classifier:
                 out.append(alloc)
         return out
 
-    def _constant(self, vid: int) -> bool:
-        op = self.flow.defining(vid)
-        return op is not None and op.canonical_name == "arith.constant"
+    def _accumulates(self, dot) -> bool:
+        """Whether a dot's accumulator input comes from a value this loop carries (acc += ...),
+        following the accumulator inputs of the dots it chains onto and elementwise steps."""
+        seen, stack = set(), [dot.operands[2]] if len(dot.operands) > 2 else []
+        while stack:
+            vid = stack.pop()
+            if vid in seen or len(seen) > 200:
+                continue
+            seen.add(vid)
+            value = self.module.values[vid]
+            if value.kind == "argument":
+                return value.owner == self.loop
+            op = self.flow.defining(vid)
+            if op is None or op.canonical_name in _LOADS or op.canonical_name.startswith("arith.constant"):
+                continue
+            if op.canonical_name in _DOTS:
+                stack.extend(op.operands[2:3])
+            else:
+                stack.extend(op.operands)
+        return False
 
     def _buffer_alloc(self, vid: int):
         views = ("ttg.memdesc_index", "ttg.memdesc_subview", "ttg.memdesc_trans", "ttg.memdesc_reshape",
@@ -308,7 +325,7 @@ class _Classifier:
                 # state: an accumulator the loop carries (acc += dot(...)); a dot that starts from
                 # zeros each time (attention's QK, rotated into the previous iteration by the
                 # pipeliner) makes an intermediate, whichever iteration computed it
-                accumulates = len(op.operands) > 2 and not self._constant(op.operands[2])
+                accumulates = self._accumulates(op)
                 state = state or (carried and accumulates)
                 chained = chained or not (carried and accumulates)
                 continue

@@ -98,14 +98,6 @@ def excess(causes: list[Cause]) -> int:
     return sum(len(c.barriers) for c in causes if c.kind != PIPELINE)
 
 
-def dominant(causes: list[Cause]) -> str | None:
-    counts = Counter()
-    for c in causes:
-        if c.kind != PIPELINE:
-            counts[c.kind] += len(c.barriers)
-    return max(counts, key=lambda k: (counts[k], -_ORDER.index(k))) if counts else None
-
-
 _ORDER = (CONVERT, STATE, CHAINED, TILE, OPERAND, ATOMIC, REDUCTION, OTHER)
 
 
@@ -163,12 +155,10 @@ def fix_text(ctx, module, loop_index, causes: list[Cause], count: int, unpipelin
     amd, nv = AMD_ARCHES.get(arch), nvidia_arch(arch)
     most = amd.lds_pool if amd else (nv.shared_optin if nv else None)
     shape = LoopShape(module, loop_index)
-    main = dominant(causes)
-    n_main = sum(len(c.barriers) for c in causes if c.kind == main)
-    top = max((c for c in causes if c.kind == main), key=lambda c: len(c.barriers), default=None)
     out = []
     if unpipelined and stages == 1:
-        need = shape.buffers + sum(_bytes(module, c.ops) for c in causes if c.kind == TILE)
+        # what this config holds at its peak, plus a second buffer for each tile loaded in the loop
+        need = shared + sum(_bytes(module, c.ops) for c in causes if c.kind == TILE)
         if most and need > most:
             out.append(f"num_stages=1 leaves the loop unpipelined, but num_stages=2 would need at least {need:,} B of "
                        f"LDS for these tiles (one more buffer for each loaded tile), over the {most:,} B a workgroup "
@@ -177,20 +167,46 @@ def fix_text(ctx, module, loop_index, causes: list[Cause], count: int, unpipelin
             out.append("num_stages=1 allocates the loaded tiles inside the iteration; num_stages=2 stages them "
                        f"through multi-buffered LDS (2 barriers a step when pipelined; at least {need:,} B of LDS"
                        + (f" of the {most:,})" if most else ")"))
-    elif unpipelined:
-        out.append("this Triton version did not software-pipeline the loop through LDS; newer ones do (from 3.2 the "
-                   "gfx942 GEMM fixture has 2 barriers per K step)")
-    if main is not None and top is not None:
+    kinds = _tied(causes)
+    for main in kinds:
+        out.append(_clause(module, causes, main, count, shape, unpipelined, stages, shared, most))
+    if not kinds and not unpipelined:
+        out.append("every barrier here is the pipeline's own")
+    return "; ".join(x for x in out if x)
+
+
+def _tied(causes: list[Cause]) -> list[str]:
+    """The non-pipeline causes with the most barriers (all of them on a tie), costliest first."""
+    counts = Counter()
+    for c in causes:
+        if c.kind != PIPELINE:
+            counts[c.kind] += len(c.barriers)
+    if not counts:
+        return []
+    most = max(counts.values())
+    return sorted((k for k, n in counts.items() if n == most), key=_ORDER.index)
+
+
+def _clause(module, causes, main, count, shape, unpipelined, stages, shared, most) -> str:  # noqa: C901
+    out = []
+    n_main = sum(len(c.barriers) for c in causes if c.kind == main)
+    top = max((c for c in causes if c.kind == main), key=lambda c: len(c.barriers), default=None)
+    if top is not None:
         where = _where(module, top)
         share = f"{n_main} of the {count} barriers"
         if main == CONVERT:
             rounds = max(c.rounds for c in causes if c.kind == CONVERT)
-            out.append(f"{share} are layout conversions (the largest: the convert_layout {where}"
-                       + (f", in {rounds} rounds" if rounds > 1 else "") + "): they come with the conversion, not "
-                       "with the loop's tiling, and a larger tile converts more per iteration, so no tile size removes "
-                       "them; "
-                       "make the producer's and the consumer's layouts match (see IRS301/IRS302), or compare configs "
-                       "(num_warps, tile shape) where Triton does the conversion in fewer rounds")
+            if shape.reduction and rounds <= 1:
+                out.append(f"{share} are layout conversions done in one round each (the largest: the convert_layout "
+                           f"{where}): in this reduction loop they are a fixed cost per step, like staging, so "
+                           + _larger_tile(shape, shared, stages, most).replace("this is a reduction loop: ", "")
+                           + " while each conversion stays in one round; matching the layouts removes them outright")
+            else:
+                out.append(f"{share} are layout conversions (the largest: the convert_layout {where}"
+                           + (f", in {rounds} rounds" if rounds > 1 else "") + "): they come with the conversion, "
+                           "not with the loop's tiling, and a larger tile converts more per iteration, so no tile size "
+                           "removes them; make the producer's and the consumer's layouts match (see IRS301/IRS302), or "
+                           "compare configs (num_warps, tile shape) where Triton does the conversion in fewer rounds")
         elif main == STATE:
             out.append(f"{share} stage loop-carried register state ({where}) in LDS as a dot operand each step: "
                        "the loop is a recurrence, its step is the algorithm's chunk, and neither a tile size nor "
@@ -207,7 +223,7 @@ def fix_text(ctx, module, loop_index, causes: list[Cause], count: int, unpipelin
                            "operand layout change the second dot needs; as the A operand of a dot with the same MMA "
                            "layout the result stays in registers")
         elif main == ATOMIC:
-            out.append(f"{share} surround global atomics ({top.python or 'a lock'}): a lock costs a barrier pair "
+            out.append(f"{share} surround global atomics ({top.python or 'a lock'}): a lock costs barriers "
                        "per acquisition; fewer acquisitions (more work per lock) or a lock-free update "
                        "(tl.atomic_add) remove them")
         elif main in (OPERAND, TILE) and not (unpipelined and stages == 1):
@@ -220,8 +236,6 @@ def fix_text(ctx, module, loop_index, causes: list[Cause], count: int, unpipelin
                            "does not shorten a reduction; only fewer, larger output tiles per program would")
         elif main in (REDUCTION, OTHER):
             out.append(f"{share} come from {_WHAT[main]} ({where or top.python or 'the loop body'})")
-    elif not unpipelined:
-        out.append("every barrier here is the pipeline's own")
     return "; ".join(x for x in out if x)
 
 

@@ -5,8 +5,8 @@ from back edges) to what a per-iteration count needs: the instructions whose inn
 it is, the blocks every iteration runs, the TTGIR `scf.for` it came from (its Python line),
 and how many iterations of that `scf.for` one pass of the machine loop holds. LLVM unrolls
 some of Triton's loops (Triton 3.9 splits the 64x64x64 split-K GEMM's K loop in two), so a
-count per machine iteration is not yet a count per K step: the matrix instructions tell,
-since one `scf.for` iteration issues a known amount of MFMA/WMMA/MMA work.
+count per machine iteration is not yet a count per K step: the accumulator chains of the
+matrix instructions tell (`_TtgirLoops.unroll`).
 """
 
 from __future__ import annotations
@@ -256,17 +256,29 @@ class BarriersPerIteration(Rule):
     Counts, for each loop of the AMDGCN or PTX (the natural loops of the control-flow graph,
     not the function), the barriers in its innermost body: `s_barrier` (gfx12:
     `s_barrier_signal` + `s_barrier_wait`, counted once), PTX `bar.sync` / `barrier.sync`.
-    It reports the loop's Python line (the `for` of the TTGIR `scf.for` it came from), the
-    count, the artifact lines of the barriers and the Python lines they come from. When
-    LLVM unrolled the loop, the count is also given per `scf.for` iteration (per K step),
-    from the matrix work: one iteration of a 64x64x64 `tl.dot` with 4 waves is 8
-    `v_mfma_f32_32x32x8_f16` per wave, so a machine loop with 16 holds two K steps.
+    It reports the loop's Python line (the `for` of the TTGIR `scf.for` it came from, matched
+    by whole source-frame chains, so a loop inside an inlined helper is told from the loop
+    around its call), the count, the artifact lines of the barriers, and what each barrier is
+    for: the TTGIR op whose LDS traffic it orders (the first LDS access after it, else the last
+    before it; rules/_barrier_causes.py): a `convert_layout` through LDS (with its rounds when
+    the scratch holds a part of the tile), loop-carried register state staged as a dot operand
+    (a recurrence's `b_h`), one dot's result passed to the next (attention's P), an operand
+    computed in registers (a dequantized tile), a loaded tile allocated inside the iteration,
+    a lock's atomics, or the pipeline's own stages.
+
+    When LLVM unrolled the loop, the count is also given per `scf.for` iteration, from the
+    K step's own instructions: the accumulator chains (an MFMA whose C input is an earlier
+    one's D continues its chain; one iteration of a dot chains K / k of them per accumulator,
+    whatever the waves' split of M and N), or on sm_90 the `wgmma.commit_group`s per dot.
 
     Two barriers per K step is what Triton's software-pipelined loop needs: one before the
     iteration overwrites the LDS stage the previous one read, one before it reads the stage
     just written. That norm, or fewer, is not reported (`irscope scan` would otherwise list
-    nearly every GEMM); 3 per K step is info, with the count; 4 or more, twice the norm, a
-    warning.
+    nearly every GEMM), nor is a loop whose every barrier hands a pipeline stage over and that
+    has at most one per dot beyond the first (sm_90 attention: the cp.async wait, then QK's and
+    PV's wgmma waits), nor Triton's block ping-pong (gfx942: `amdg.cond_barrier` before the loop,
+    `s_setprio` pairs around its MFMA clusters), whose barriers pace two wave groups on purpose.
+    3 per K step is info, with the count; 4 or more, twice the norm, a warning.
 
     ## Why is this bad?
     A barrier stops every wave of the workgroup until the slowest one arrives; the waves
@@ -296,15 +308,26 @@ class BarriersPerIteration(Rule):
     the three single-thread ops that refill a stage (`mbarrier.arrive.expect_tx` and the two
     `cp.async.bulk.tensor` copies); ptxas keeps all four (`BAR.SYNC.DEFER_BLOCKING` in the
     SASS loop). Triton 3.9's split-K GEMM (gfx942) has 4 `s_barrier` per machine iteration,
-    but LLVM unrolled the loop twice (16 MFMAs where one K step has 8): 2 per K step, the norm.
+    but LLVM unrolled the loop twice (each accumulator chains 16 MFMAs where one K step has 8):
+    2 per K step, the norm. In fla's `recompute_w_u_fwd_kernel` (sm_90, num_warps=2) 15 of 16
+    `bar.sync` per output tile are the store convert at wy_fast.py:90, done in 8 rounds of
+    `stmatrix` / `bar.sync` / `ld.shared.v4` / `bar.sync`.
 
     ## How to fix it in the kernel
-    Fewer iterations, fewer barriers: a larger BLOCK_K (128 instead of 64, where LDS allows)
-    halves them per unit of K. Where the loop is not software-pipelined, make it so: the
-    unaligned GEMM's 2-byte loads lack the facts the aligned build has (16-divisible strides,
-    unit strides as `tl.constexpr`, `tl.multiple_of`, see IRS101), and with them the same
-    kernel is pipelined at `num_stages=2` with 2 barriers per iteration. Triton 3.0 does not
-    pipeline the gfx942 GEMM through LDS at all; 3.2 does.
+    The fix follows the dominant cause and what the loop is:
+    - conversion rounds grow with the tile, so no tile size removes them: make the producer's
+      and the consumer's layouts match, or compare configs where Triton needs fewer rounds
+      (in a reduction loop, one-round conversions are a fixed cost per step like staging);
+    - loop-carried state staged as a dot operand is the recurrence's own (its step is the
+      algorithm's chunk): no tile or num_stages knob removes it;
+    - a dot's result going to the next dot through LDS: one MMA layout for both dots keeps it
+      in registers (sageattention on gfx942 runs QK on `#mma` and PV on `#mma1`);
+    - tiles allocated inside the iteration at `num_stages=1`: `num_stages=2`, when the LDS holds
+      one more buffer per loaded tile (the rule says how much; otherwise a smaller tile);
+    - staging per step in a reduction (K) loop: a tile twice as long along the loop halves it
+      per element, with the LDS it needs computed from the loop's buffers, at the same or fewer
+      stages (never fewer than 2); a loop over output tiles gets no such advice;
+    - a lock: a barrier pair per acquisition; fewer acquisitions or `tl.atomic_add`.
     """
 
     code = "IRS202"
