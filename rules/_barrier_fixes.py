@@ -98,6 +98,7 @@ def excess(causes: list[Cause]) -> int:
     return sum(len(c.barriers) for c in causes if c.kind != PIPELINE)
 
 
+_DOT_NAMES = ("tt.dot", "tt.dot_scaled", "ttng.warp_group_dot")
 _ORDER = (CONVERT, STATE, CHAINED, TILE, OPERAND, ATOMIC, REDUCTION, OTHER)
 
 
@@ -171,7 +172,11 @@ def fix_text(ctx, module, loop_index, causes: list[Cause], count: int, unpipelin
     for main in kinds:
         out.append(_clause(module, causes, main, count, shape, unpipelined, stages, shared, most))
     if not kinds and not unpipelined:
-        out.append("every barrier here is the pipeline's own")
+        dots = sum(1 for op in loop_ops(module, loop_index) if op.canonical_name in _DOT_NAMES) if module else 0
+        out.append(f"all {count} barriers order the pipeline's stages (async copies, TMA, mbarriers, wgmma), "
+                   f"{max(count - 1 - max(dots, 1), 0)} more than one stage hand-over and one per dot; the schedule is "
+                   "the compiler's: compare num_stages and Triton versions (the sm_90 TMA GEMM fixture's extra "
+                   "bar.sync guard its single-thread mbarrier and copy issues)")
     return "; ".join(x for x in out if x)
 
 
