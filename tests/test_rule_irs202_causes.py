@@ -130,10 +130,8 @@ def test_unroll_comes_from_the_accumulator_chains(runs):
     assert len(a_tile_writes) == 2 and loop.unroll == 2  # two A-tile stage writes: two K steps
 
 
-def _compile_pingpong(tmp_path: Path) -> Path:
-    import os
-
-    os.environ["TRITON_CACHE_DIR"] = str(tmp_path / "cache")
+def _compile_pingpong(tmp_path: Path, monkeypatch) -> Path:
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -156,7 +154,7 @@ def test_block_ping_pong_is_an_intended_schedule(tmp_path, monkeypatch):
     num_stages=2 on gfx942: `amdg.cond_barrier` before the loop, `rocdl.s.setprio` in it, and in
     the ISA s_setprio 1/0 around each MFMA cluster between the loop's 8 s_barrier."""
     monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "1")
-    cache = _compile_pingpong(tmp_path)
+    cache = _compile_pingpong(tmp_path, monkeypatch)
     report = scan(cache, index=None, rules=RuleSelection.only(BarriersPerIteration))
     (kr,) = report.kernels
     ttgir = (Path(kr.kernel.directory) / f"{kr.kernel.name}.ttgir").read_text()
