@@ -5,8 +5,8 @@ from back edges) to what a per-iteration count needs: the instructions whose inn
 it is, the blocks every iteration runs, the TTGIR `scf.for` it came from (its Python line),
 and how many iterations of that `scf.for` one pass of the machine loop holds. LLVM unrolls
 some of Triton's loops (Triton 3.9 splits the 64x64x64 split-K GEMM's K loop in two), so a
-count per machine iteration is not yet a count per K step: the matrix instructions tell,
-since one `scf.for` iteration issues a known amount of MFMA/WMMA/MMA work.
+count per machine iteration is not yet a count per K step: the accumulator chains of the
+matrix instructions tell (`_TtgirLoops.unroll`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import networkx as nx
 from irscope import isa
 from irscope.layout_graph import GLOBAL_TO_LDS
 from irscope.rule import Rule
+from irscope.rules._barrier_causes import attribute, loop_ops
+from irscope.rules._barrier_fixes import LoopShape, breakdown, excess, fix_text
 
 # A loop with this many barriers per K step is reported as a warning: twice the two that
 # Triton's software-pipelined loop needs (see the docstring).
@@ -95,7 +97,7 @@ def _kernel_loops(ctx, program, fn) -> list[LoopFacts]:
             ttgir_loop = ttgir.match(fn.instructions[i] for i in members)
             if ttgir_loop is not None:
                 python_file, python_line = ttgir.user_file, ttgir.lines[ttgir_loop]
-                unroll = ttgir.unroll(ttgir_loop, matrix)
+                unroll = ttgir.unroll(ttgir_loop, matrix, [fn.instructions[i] for i in members])
         if python_line is None:  # the back edge's branch usually carries the `for` line
             branch = fn.instructions[fn.blocks[loop.latches[0]].end - 1]
             if branch.source is not None:
@@ -123,6 +125,10 @@ def _every_iteration(graph, loop) -> frozenset[int]:
     return frozenset(b for b in loop.blocks if all(dominates(b, latch) for latch in loop.latches))
 
 
+def _base(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
 class _TtgirLoops:
     """The TTGIR's scf.for ops: the Python lines of the ops directly in each, and its dots."""
 
@@ -133,7 +139,7 @@ class _TtgirLoops:
         self.module = module
         self.user_file = user_file or kernel_file(module)
         self.lines: dict[int, int | None] = {}
-        self.body_lines: dict[int, set[int]] = defaultdict(set)
+        self.body_lines: dict[int, set[tuple]] = defaultdict(set)  # source chains of the ops directly in a loop
         self.dots: dict[int, list] = defaultdict(list)
         for op in module.ops:
             if op.canonical_name in LOOP_OPS:
@@ -143,82 +149,104 @@ class _TtgirLoops:
             if not enclosing:
                 continue
             inner = enclosing[0].index
-            line = user_line(module, op, self.user_file)
-            if line is not None:
-                self.body_lines[inner].add(line)
+            if op.location and op.location.frames:
+                self.body_lines[inner].add(tuple((_base(f.file), f.line) for f in op.location.frames))
             if op.canonical_name in DOT_OPS:
                 self.dots[inner].append(op)
 
     def match(self, instructions) -> int | None:
-        """The scf.for whose body shares the most Python lines with a machine loop's own
-        instructions; the deeper one on a tie."""
+        """The scf.for whose body shares the most source positions with a machine loop's own
+        instructions; the deeper one on a tie. A position is the whole chain of frames, innermost
+        first: the ops of an inlined helper all carry its call site's line, and only their inner
+        frames tell a loop in the helper from the loop around the call."""
         if self.user_file is None:
             return None
-        name = self.user_file.rsplit("/", 1)[-1]
-        lines = {i.source.line for i in instructions
-                 if i.source is not None and i.source.file.rsplit("/", 1)[-1] == name}
+        lines = {tuple((_base(f.file), f.line) for f in (*i.source.inlined, i.source))
+                 for i in instructions if i.source is not None}
         scored = [(len(lines & body), self.module.ops[op].loop_depth, op) for op, body in self.body_lines.items()]
         best = max(scored, default=None)
         return best[2] if best and best[0] else None
 
-    def unroll(self, loop: int, matrix: list[isa.Instruction]) -> int | None:
-        """Machine-loop matrix work / one scf.for iteration's dot work, per wave, when a whole number.
+    def unroll(self, loop: int, matrix: list[isa.Instruction], body: list[isa.Instruction] = ()) -> int | None:
+        """How many scf.for iterations one machine iteration holds, from the K step's own chains.
 
-        A wave's share of a dot is its MACs over the waves that split it; a tile smaller than the
-        waves' matrix tiles (64x32 over 4 waves of 32x32 MFMAs) is computed by several waves
-        alike, each doing a whole instruction tile, so it is split among fewer waves."""
-        warps = self.module.num_warps
-        if not matrix or not warps:
+        One iteration of a dot accumulates each output tile of a wave through K / k matrix
+        instructions that read and write the same accumulator registers (`v_mfma ... v[50:65],
+        ..., v[50:65]`; wgmma's `{%r..}` list), whatever the warps' split of M and N; dots that
+        chain their accumulators (`tl.dot(a, b, tl.dot(c, d))`) make one longer chain. A machine
+        loop that LLVM unrolled u times repeats each chain u times, and the peeled remainder is
+        another loop: so the longest chain over the longest chain one iteration has is u.
+        wgmma's accumulator lists are virtual registers that dots may share, but each dot is one
+        `wgmma.commit_group`: commits over the scf.for's dots is u there."""
+        if not matrix:
             return None
-        done = 0
-        for ins in matrix:
-            m = ins.matrix
-            if m is None or None in (m.m, m.n, m.k):
-                return None
-            done += m.m * m.n * m.k * m.blocks
+        if matrix[0].matrix is not None and matrix[0].matrix.family == "wgmma":
+            commits = sum(1 for ins in body if ins.opcode.startswith("wgmma.commit_group"))
+            dots = len(self.dots.get(loop, ()))
+            return commits // dots if dots and commits and commits % dots == 0 else None
+        chains = _chains(matrix)
+        dots = self.dots.get(loop, ())
+        if not chains or not dots:
+            return None
         first = matrix[0].matrix
-        # MFMA/WMMA/MMA run per wave (warp); wgmma per warpgroup of 4 warps.
-        issuers = max(warps // 4, 1) if first.family == "wgmma" else warps
-        expected = 0
-        for dot in self.dots.get(loop, ()):
-            macs, tile = self._macs(dot), self._out_elements(dot)
-            if not macs or not tile:
+        steps: dict[int, int] = {}  # dot op index -> matrix instructions along K for one accumulator
+        for dot in dots:
+            k = self._k(dot)
+            if not k or first is None or not first.k or k % first.k:
                 return None
-            splits = max(1, min(issuers, tile // (first.m * first.n * first.blocks)))
-            if macs % splits:
-                return None
-            expected += macs // splits
-        if not expected or done % expected:
+            steps[dot.index] = k // first.k
+        # a dot whose accumulator operand is another dot's result continues that dot's chain
+        made_by = {dot.results[0]: dot.index for dot in dots if dot.results}
+        total: dict[int, int] = {}
+        for dot in dots:  # TTGIR order: a chain's earlier dots come first
+            prior = made_by.get(dot.operands[2]) if len(dot.operands) > 2 else None
+            total[dot.index] = steps[dot.index] + total.get(prior, 0)
+        expected = max(total.values())
+        observed = max(chains)
+        if observed % expected:
             return None
-        return done // expected or None
+        return observed // expected or None
 
-    def _out_elements(self, dot) -> int | None:
-        from irscope.ir_types import TensorType
-
-        out = self.module.values[dot.results[0]].type if dot.results else None
-        if not isinstance(out, TensorType) or not out.shape or None in out.shape:
-            return None
-        count = 1
-        for d in out.shape:
-            count *= d
-        return count
-
-    def _macs(self, dot) -> int | None:
+    def _k(self, dot) -> int | None:
         from irscope.ir_types import MemDescType, TensorType
 
-        values = self.module.values
-        if not dot.results or not dot.operands:
+        a = self.module.values[dot.operands[0]].type if dot.operands else None
+        if not isinstance(a, (TensorType, MemDescType)) or not a.shape:
             return None
-        # wgmma reads A (and B) straight from shared memory: a memdesc, not a tensor
-        out, a = values[dot.results[0]].type, values[dot.operands[0]].type
-        if not isinstance(out, TensorType) or not isinstance(a, (TensorType, MemDescType)) or not a.shape:
-            return None
-        macs = a.shape[-1]
-        for d in out.shape:
-            if d is None or macs is None:
-                return None
-            macs *= d
-        return macs
+        return a.shape[-1]
+
+
+
+def _chains(matrix: list[isa.Instruction]) -> list[int]:
+    """Lengths of the accumulator chains of a machine loop's matrix instructions, in order: an
+    instruction whose accumulator input (`v_mfma D, A, B, C`: C) is an earlier one's output D
+    continues that chain (LLVM may move an unrolled copy's accumulators to other registers, so
+    the registers alone do not tell one chain from another)."""
+    live: dict[str, int] = {}
+    lengths = []
+    for ins in matrix:
+        if len(ins.args) < 4:
+            continue
+        dst, acc = ins.args[0], ins.args[3]
+        n = live.pop(acc, 0) + 1
+        live[dst] = n
+        lengths.append(n)
+    return lengths
+
+
+def _ping_pong(module, loop: LoopFacts, fn) -> bool:
+    """Triton's block ping-pong (gfx942, gfx950; TritonAMDGPUBlockPingpong, num_stages > 1): an
+    `amdg.cond_barrier` before the loop holds half of the waves back one phase, and in the loop
+    `rocdl.s.setprio 1` / `0` pairs raise the priority of each MFMA cluster (`s_setprio` in the
+    ISA) between the `s_barrier`s that keep the two wave groups alternating: one group computes
+    while the other loads. Those barriers are the schedule, not a cost the tiling adds."""
+    if module is None or loop.ttgir_loop is None:
+        return False
+    if not any(True for _ in module.ops_named("amdg.cond_barrier", "amdgpu.cond_barrier")):
+        return False
+    prio = [op for op in loop_ops(module, loop.ttgir_loop) if op.canonical_name == "rocdl.s.setprio"]
+    setprio = sum(1 for i in loop.instructions if fn.instructions[i].opcode == "s_setprio")
+    return bool(prio) and setprio >= 2
 
 
 class BarriersPerIteration(Rule):
@@ -228,17 +256,29 @@ class BarriersPerIteration(Rule):
     Counts, for each loop of the AMDGCN or PTX (the natural loops of the control-flow graph,
     not the function), the barriers in its innermost body: `s_barrier` (gfx12:
     `s_barrier_signal` + `s_barrier_wait`, counted once), PTX `bar.sync` / `barrier.sync`.
-    It reports the loop's Python line (the `for` of the TTGIR `scf.for` it came from), the
-    count, the artifact lines of the barriers and the Python lines they come from. When
-    LLVM unrolled the loop, the count is also given per `scf.for` iteration (per K step),
-    from the matrix work: one iteration of a 64x64x64 `tl.dot` with 4 waves is 8
-    `v_mfma_f32_32x32x8_f16` per wave, so a machine loop with 16 holds two K steps.
+    It reports the loop's Python line (the `for` of the TTGIR `scf.for` it came from, matched
+    by whole source-frame chains, so a loop inside an inlined helper is told from the loop
+    around its call), the count, the artifact lines of the barriers, and what each barrier is
+    for: the TTGIR op whose LDS traffic it orders (the first LDS access after it, else the last
+    before it; rules/_barrier_causes.py): a `convert_layout` through LDS (with its rounds when
+    the scratch holds a part of the tile), loop-carried register state staged as a dot operand
+    (a recurrence's `b_h`), one dot's result passed to the next (attention's P), an operand
+    computed in registers (a dequantized tile), a loaded tile allocated inside the iteration,
+    a lock's atomics, or the pipeline's own stages.
+
+    When LLVM unrolled the loop, the count is also given per `scf.for` iteration, from the
+    K step's own instructions: the accumulator chains (an MFMA whose C input is an earlier
+    one's D continues its chain; one iteration of a dot chains K / k of them per accumulator,
+    whatever the waves' split of M and N), or on sm_90 the `wgmma.commit_group`s per dot.
 
     Two barriers per K step is what Triton's software-pipelined loop needs: one before the
     iteration overwrites the LDS stage the previous one read, one before it reads the stage
     just written. That norm, or fewer, is not reported (`irscope scan` would otherwise list
-    nearly every GEMM); 3 per K step is info, with the count; 4 or more, twice the norm, a
-    warning.
+    nearly every GEMM), nor is a loop whose every barrier hands a pipeline stage over and that
+    has at most one per dot beyond the first (sm_90 attention: the cp.async wait, then QK's and
+    PV's wgmma waits), nor Triton's block ping-pong (gfx942: `amdg.cond_barrier` before the loop,
+    `s_setprio` pairs around its MFMA clusters), whose barriers pace two wave groups on purpose.
+    3 per K step is info, with the count; 4 or more, twice the norm, a warning.
 
     ## Why is this bad?
     A barrier stops every wave of the workgroup until the slowest one arrives; the waves
@@ -268,15 +308,26 @@ class BarriersPerIteration(Rule):
     the three single-thread ops that refill a stage (`mbarrier.arrive.expect_tx` and the two
     `cp.async.bulk.tensor` copies); ptxas keeps all four (`BAR.SYNC.DEFER_BLOCKING` in the
     SASS loop). Triton 3.9's split-K GEMM (gfx942) has 4 `s_barrier` per machine iteration,
-    but LLVM unrolled the loop twice (16 MFMAs where one K step has 8): 2 per K step, the norm.
+    but LLVM unrolled the loop twice (each accumulator chains 16 MFMAs where one K step has 8):
+    2 per K step, the norm. In fla's `recompute_w_u_fwd_kernel` (sm_90, num_warps=2) 15 of 16
+    `bar.sync` per output tile are the store convert at wy_fast.py:90, done in 8 rounds of
+    `stmatrix` / `bar.sync` / `ld.shared.v4` / `bar.sync`.
 
     ## How to fix it in the kernel
-    Fewer iterations, fewer barriers: a larger BLOCK_K (128 instead of 64, where LDS allows)
-    halves them per unit of K. Where the loop is not software-pipelined, make it so: the
-    unaligned GEMM's 2-byte loads lack the facts the aligned build has (16-divisible strides,
-    unit strides as `tl.constexpr`, `tl.multiple_of`, see IRS101), and with them the same
-    kernel is pipelined at `num_stages=2` with 2 barriers per iteration. Triton 3.0 does not
-    pipeline the gfx942 GEMM through LDS at all; 3.2 does.
+    The fix follows the dominant cause and what the loop is:
+    - conversion rounds grow with the tile, so no tile size removes them: make the producer's
+      and the consumer's layouts match, or compare configs where Triton needs fewer rounds
+      (in a reduction loop, one-round conversions are a fixed cost per step like staging);
+    - loop-carried state staged as a dot operand is the recurrence's own (its step is the
+      algorithm's chunk): no tile or num_stages knob removes it;
+    - a dot's result going to the next dot through LDS: one MMA layout for both dots keeps it
+      in registers (sageattention on gfx942 runs QK on `#mma` and PV on `#mma1`);
+    - tiles allocated inside the iteration at `num_stages=1`: `num_stages=2`, when the LDS holds
+      one more buffer per loaded tile (the rule says how much; otherwise a smaller tile);
+    - staging per step in a reduction (K) loop: a tile twice as long along the loop halves it
+      per element, with the LDS it needs computed from the loop's buffers, at the same or fewer
+      stages (never fewer than 2); a loop over output tiles gets no such advice;
+    - a lock: a barrier pair per acquisition; fewer acquisitions or `tl.atomic_add`.
     """
 
     code = "IRS202"
@@ -328,6 +379,22 @@ class BarriersPerIteration(Rule):
                         f"iteration where one K step has {loop.matrix // loop.unroll})")
             if step is not None:
                 message += f": {step} per K step"
+        module = ctx.ttgir
+        causes = attribute(module, loop.ttgir_loop, fn, loop.instructions)
+        shape = LoopShape(module, loop.ttgir_loop)
+        dots = len(self._dots(ctx, loop))
+        # A loop whose every barrier hands over a pipeline stage is the norm: one to hand a stage
+        # over and one per dot that reads a stage (sm_90 attention: cp.async wait, QK and PV).
+        if excess(causes) == 0 and count <= 1 + max(dots, 1):
+            return None
+        if _ping_pong(module, loop, fn):
+            return None  # Triton's block ping-pong: its barriers pace two wave groups on purpose
+        unit = "K step" if shape.reduction else "scf.for iteration"
+        if loop.unroll and loop.unroll > 1:
+            message += (f"; LLVM unrolled the loop {loop.unroll}x ({loop.matrix} matrix instructions per "
+                        f"iteration where one {unit} has {loop.matrix // loop.unroll})")
+            if step is not None:
+                message += f": {step} per {unit}"
         unpipelined = self._unpipelined(ctx, loop)
         if unpipelined:
             message += (f"; the TTGIR loop allocates its LDS tiles inside the iteration (ttg.local_alloc of a "
@@ -335,17 +402,10 @@ class BarriersPerIteration(Rule):
                         f"{', '.join(map(str, unpipelined))}): it is not software-pipelined")
         excessive = step is not None and step >= EXCESSIVE
         if excessive:
-            message += f"; that is {step} per K step where Triton's software-pipelined loops have {PIPELINED}"
-        fix = self._tile_fix(ctx)
-        narrow = [i for i in (fn.instructions[j] for j in loop.instructions)
-                  if i.kind == isa.GLOBAL_LOAD and i.memory and i.memory.width_bytes and i.memory.width_bytes < 16]
-        if unpipelined and narrow:
-            fix = (f"make the loop's {len(narrow)} narrow global loads ({narrow[0].opcode}) wide so that Triton "
-                   "software-pipelines it (16-divisible strides, unit strides as constexpr, tl.multiple_of; see "
-                   "IRS101): pipelined, a GEMM loop has 2 barriers per K step; " + fix)
-        elif unpipelined:
-            fix = ("this Triton version did not software-pipeline the loop through LDS; newer ones do (from 3.2 the "
-                   "gfx942 GEMM fixture has 2 barriers per K step); " + fix)
+            message += f"; that is {step} per {unit} where Triton's software-pipelined loops have {PIPELINED}"
+        if causes:
+            message += f"; they are: {breakdown(module, causes)}"
+        fix = fix_text(ctx, module, loop.ttgir_loop, causes, count, bool(unpipelined))
         python = (loop.python_file, loop.python_line) if loop.python_line else None
         evidence = {"count": count, "matrix": loop.matrix, "conditional": conditional}
         if loop.unroll:
@@ -357,26 +417,11 @@ class BarriersPerIteration(Rule):
                             message=message, fix=fix, evidence=evidence)
 
     @staticmethod
-    def _tile_fix(ctx) -> str:
-        """What halves the barriers per element of the loop, as far as this kernel's LDS and stages allow."""
-        from irscope.occupancy_amd import AMD_ARCHES
-        from irscope.occupancy_nvidia import nvidia_arch
-
-        opts = ctx.kernel.options
-        shared = opts.shared.value if opts.shared is not None else 0
-        arch = ctx.kernel.target.arch if ctx.kernel.target else ""
-        amd, nv = AMD_ARCHES.get(arch), nvidia_arch(arch)
-        most = amd.lds_pool if amd else (nv.shared_optin if nv else None)
-        if most and 2 * shared > most:
-            fix = (f"this tiling already holds {shared:,} B of LDS of the {most:,} a workgroup may have: no larger "
-                   "tile fits, so compare configs that trade num_stages for a larger tile along the loop")
-        else:
-            fix = ("a larger tile along the loop's dimension (BLOCK_K in a GEMM's K loop, the key block in "
-                   "attention), LDS permitting, halves the barriers per element the loop covers")
-        if opts.num_stages is not None and opts.num_stages.value == 1:
-            fix = ("num_stages=1 leaves the loop unpipelined (num_stages=2 or more overlaps the next tile's "
-                   "loads); " + fix)
-        return fix
+    def _dots(ctx, loop: LoopFacts) -> list:
+        module = ctx.ttgir
+        if module is None or loop.ttgir_loop is None:
+            return []
+        return [op for op in loop_ops(module, loop.ttgir_loop) if op.canonical_name in DOT_OPS]
 
     @staticmethod
     def _unpipelined(ctx, loop: LoopFacts) -> list[int]:

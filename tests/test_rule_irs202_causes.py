@@ -1,0 +1,167 @@
+"""IRS202 on the real-world corpus and on a compiled ping-pong GEMM: what each barrier is for,
+the fix that follows from it, the unroll from the loop's own accumulator chains, and the loops
+whose barriers are the norm (a two-dot pipelined attention loop, Triton's block ping-pong).
+
+The expectations are recounted from the artifact text (barriers between `stmatrix` and
+`ld.shared` of one Python line, MFMA accumulator operands), not from the rule's helpers.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+from irscope.assembly import read_assembly
+from irscope.pipeline import scan
+from irscope.rule_context import KernelContext
+from irscope.rule_engine import RuleSelection
+from irscope.rules.irs202_barriers_per_iteration import BarriersPerIteration, kernel_loops
+
+sys.path.insert(0, str(REPO / "fixtures" / "real_world"))
+import corpus  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    return corpus.extract(tmp_path_factory.mktemp("real-world-irs202"))
+
+
+def kernel_dir(runs, target: str, script: str, prefix: str) -> Path:
+    for meta in (runs[(target, script)] / "cache").glob("*/*.json"):
+        if f'"hash": "{prefix}' in meta.read_text():
+            return meta.parent
+    raise KeyError(prefix)
+
+
+def findings(path: Path):
+    report = scan(path, index=None, rules=RuleSelection.only(BarriersPerIteration))
+    (kr,) = report.kernels
+    return kr, [f for f in kr.findings if f.code == "IRS202"]
+
+
+def loops(kr):
+    ctx = KernelContext(kr.kernel, kr.resources, read_assembly(kr.kernel).programs, kr.occupancy)
+    program = ctx.program("amdgcn") or ctx.program("ptx")
+    return kernel_loops(ctx, program, program.functions[0])
+
+
+def test_conversion_rounds_are_named_and_no_tile_is_suggested(runs):
+    """fla's recompute_w_u (num_warps=2, sm_90): the b_u store convert at wy_fast.py:90 runs in 8
+    rounds of stmatrix / bar.sync / ld.shared / bar.sync: 15 of the loop's 16 barriers."""
+    kr, found = findings(kernel_dir(runs, "sm_90", "fla_linear_attention", "3868a0310355"))
+    f = next(f for f in found if f.python_line == 82)
+    text = Path(f.path).read_text().splitlines()
+    rounds = [n for n in f.lines if text[n - 2].lstrip().startswith("stmatrix")]
+    between = [n for n in f.lines if text[n - 2].lstrip().startswith(("stmatrix", "ld.shared"))]
+    assert len(rounds) == 8 and len(between) == 15 and f.number("count") == 16
+    assert "15 for the convert_layout at .ttgir line" in f.message and "(wy_fast.py:90), in 8 rounds" in f.message
+    assert f.fix.startswith("15 of the 16 barriers are layout conversions")
+    assert "BLOCK_K" not in f.fix and "num_stages" not in f.fix and "no tile size removes them" in f.fix
+
+
+def test_recurrent_state_staged_as_a_dot_operand_gets_no_tile_advice(runs):
+    """fla's chunk_gated_delta_rule h kernel (gfx942, num_stages=2): b_h1 and b_h2, carried by the
+    time loop and updated by tl.dot, are written to LDS (ds_write_b16 at chunk_delta_h.py:185/193)
+    as the B operand of the next step's dots."""
+    kr, (f,) = findings(kernel_dir(runs, "gfx942", "fla_linear_attention", "1b6e3b2bb5cf"))
+    assert "loop-carried state staged in LDS as a dot operand" in f.message
+    assert "(chunk_delta_h.py:185)" in f.message and "(chunk_delta_h.py:193)" in f.message
+    assert "recurrence" in f.fix and "neither a tile size nor num_stages removes them" in f.fix
+    assert "BLOCK_K" not in f.fix and "trade" not in f.fix
+    ttgir = (Path(kr.kernel.directory) / f"{kr.kernel.name}.ttgir").read_text().splitlines()
+    for n in re.findall(r"ttg.local_alloc at .ttgir line (\d+) \(chunk_delta_h.py:18[5]\)", f.message):
+        assert "ttg.local_alloc %" in ttgir[int(n) - 1] and "#mma>" in ttgir[int(n) - 1]
+
+
+def test_attention_p_through_lds_names_the_two_mma_layouts(runs):
+    """sageattention on gfx942: QK runs on #mma, PV on #mma1, so P goes through LDS (ds_write_b16,
+    ds_read_u16 at attn_qk_int8_per_block.py:30)."""
+    kr, (f,) = findings(kernel_dir(runs, "gfx942", "sageattention_int8", "c56719bf8d61"))
+    assert "2 for a dot's result passed to the next dot through LDS" in f.message
+    assert "different MMA layouts (#mma and #mma1)" in f.fix
+    assert "BLOCK_K" not in f.fix
+
+
+def test_two_dot_pipelined_attention_loop_is_the_norm(runs):
+    """sageattention on sm_90: 3 bar.sync per KV step, each right after a cp.async.wait_group or a
+    wgmma.wait_group (a stage made ready, then released by QK and by PV): not reported."""
+    kr, found = findings(kernel_dir(runs, "sm_90", "sageattention_int8", "e68a3046f7c1"))
+    assert found == []
+    (loop,) = [lp for lp in loops(kr) if lp.matrix]
+    text = Path(kr.kernel.artifact("ptx").path).read_text().splitlines()
+    bars = [n for n in range(loop.first_line, loop.last_line + 1) if text[n - 1].lstrip().startswith("bar.sync")]
+    assert len(bars) == 3
+    for n in bars:
+        before = next(t.strip() for t in reversed(text[:n - 1]) if t.strip() and not t.strip().startswith("//"))
+        assert before.startswith(("cp.async.wait_group", "wgmma.wait_group"))
+
+
+def test_unpipelined_dequant_gemm_gets_num_stages_two_only_where_it_fits(runs):
+    """gemlite gemm_INT_kernel at num_stages=1 on gfx942: 32 KB of A and B fit twice in 64 KiB,
+    the 64x256x128 config (A 16 KB, dequantized B 64 KB) does not."""
+    _, (fits,) = findings(kernel_dir(runs, "gfx942", "gemlite_lowbit_gemm", "edc7d8d2a87b"))
+    assert "num_stages=2 stages them through multi-buffered LDS" in fits.fix
+    assert "narrow" not in fits.fix and "buffer_load" not in fits.fix  # those loads are scales and zeros
+    _, (big,) = findings(kernel_dir(runs, "gfx942", "gemlite_lowbit_gemm", "2226a92cd76a"))
+    assert "only a smaller tile with num_stages=2 fits" in big.fix
+
+
+def test_unroll_comes_from_the_accumulator_chains(runs):
+    """torchao's int8 GEMM (gfx942, num_warps=8, warpsPerCTA [8, 1]): the 32x64 tile is too short
+    for 8 waves, so every wave computes all of it: 2 accumulators x K/k = 32/16 = 4 MFMAs per K
+    step, which is what one machine iteration has. Dividing the dot's work among the waves read
+    it as two K steps (unroll 2); the chains (C operand = previous D) say 1. gemlite's 4-bit GEMM
+    (gfx942) is really unrolled twice: each accumulator chain is 4 MFMAs where a K step has 2."""
+    kr, _ = findings(kernel_dir(runs, "gfx942", "torchao_int8_matmul", "1c95925b1982"))
+    (loop,) = [lp for lp in loops(kr) if lp.matrix]
+    text = Path(kr.kernel.artifact("amdgcn").path).read_text().splitlines()[loop.first_line - 1:loop.last_line]
+    mfma = [t.split() for t in text if t.strip().startswith("v_mfma")]
+    assert len(mfma) == 4 and {m[1].rstrip(",") for m in mfma} == {"v[0:15]", "v[16:31]"}
+    assert loop.unroll == 1
+    kr, _ = findings(kernel_dir(runs, "gfx942", "gemlite_lowbit_gemm", "a8c854fdb05e"))
+    (loop,) = [lp for lp in loops(kr) if lp.matrix]
+    text = Path(kr.kernel.artifact("amdgcn").path).read_text().splitlines()[loop.first_line - 1:loop.last_line]
+    a_tile_writes = [t for t in text if t.strip().startswith("ds_write_b64") and "offset:4096" not in t]
+    assert len(a_tile_writes) == 2 and loop.unroll == 2  # two A-tile stage writes: two K steps
+
+
+def _compile_pingpong(tmp_path: Path, monkeypatch) -> Path:
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    spec = importlib.util.spec_from_file_location("pingpong_gemm", REPO / "fixtures" / "kernels" / "pingpong_gemm.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sig = {"a_ptr": "*bf16", "b_ptr": "*bf16", "c_ptr": "*bf16", "K": "i32", "stride_am": "i32",
+           "stride_bk": "i32", "stride_cm": "i32", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr",
+           "BLOCK_K": "constexpr"}
+    attrs = {(i,): [["tt.divisibility", 16]] for i in range(7)}
+    src = ASTSource(module.pingpong_matmul_kernel, sig, constexprs={"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 64},
+                    attrs=attrs)
+    triton.compile(src, target=GPUTarget("hip", "gfx942", 64), options={"num_warps": 8, "num_stages": 2})
+    return tmp_path / "cache"
+
+
+def test_block_ping_pong_is_an_intended_schedule(tmp_path, monkeypatch):
+    """Triton 3.9 applies its block ping-pong to a 256x256x64 bf16 GEMM with num_warps=8 and
+    num_stages=2 on gfx942: `amdg.cond_barrier` before the loop, `rocdl.s.setprio` in it, and in
+    the ISA s_setprio 1/0 around each MFMA cluster between the loop's 8 s_barrier."""
+    monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "1")
+    cache = _compile_pingpong(tmp_path, monkeypatch)
+    report = scan(cache, index=None, rules=RuleSelection.only(BarriersPerIteration))
+    (kr,) = report.kernels
+    ttgir = (Path(kr.kernel.directory) / f"{kr.kernel.name}.ttgir").read_text()
+    assert "amdg.cond_barrier" in ttgir and "rocdl.s.setprio 1" in ttgir
+    (loop,) = [lp for lp in loops(kr) if lp.matrix]
+    text = Path(kr.kernel.artifact("amdgcn").path).read_text().splitlines()[loop.first_line - 1:loop.last_line]
+    assert sum(t.strip() == "s_barrier" for t in text) == 8
+    prio = [t.strip() for t in text if t.strip().startswith("s_setprio")]
+    assert len(prio) >= 4 and prio[:2] == ["s_setprio 1", "s_setprio 0"]
+    assert [f for f in kr.findings if f.code == "IRS202"] == []
