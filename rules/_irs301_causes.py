@@ -13,6 +13,8 @@ from math import prod
 
 from irscope.ir_types import element_of, encoding_of
 
+from irscope.layout_graph import GLOBAL_LOADS
+
 from . import _irs301_tiles as tiles
 
 FIX_PACKED = ("keep the work before the dot elementwise on the tile as loaded (for quantized weights: pack them "
@@ -23,6 +25,10 @@ FIX_SHUFFLE = ("the layout change comes from the {ops} on the way: make the prod
                "(drop the transpose/reshape by loading or packing the data in the order the consumer reads it), "
                "or move it out of the loop")
 NO_KNOB = "irscope knows no change to the kernel's source or options that removes it"
+# A reduction's result this small, converted once (outside loops), costs a barrier: not reported (issue 21's
+# noise: 8-64 B row sums of norms). IRS302 leaves the same size alone before a store.
+SMALL_REDUCTION_BYTES = 64
+REDUCTION_RESULT = "a reduction's result"
 
 
 @dataclass(frozen=True)
@@ -163,7 +169,38 @@ def _raw_shape(module, traced) -> tuple:
 ATOMICS = frozenset({"tt.atomic_rmw", "amdg.buffer_atomic_rmw", "tt.atomic_cas"})
 
 
-def conversion_cause(module, backend: str, op, consumers, nbytes: int, looped: bool) -> Cause:
+def invariant_load(module, traced, op):
+    """The load whose tile `op` converts, when it reads the same addresses every iteration of the
+    innermost loop around `op` (pointer, mask and fill defined outside that loop): (load, loop), else None."""
+    loops = module.enclosing_loops(op)
+    if not loops or not traced.loads:
+        return None
+    loop, memo = loops[0], {}
+    if all(_invariant(module, v, loop, memo) for load in traced.loads for v in load.operands):
+        return max(traced.loads, key=lambda o: o.line), loop
+    return None
+
+
+def _invariant(module, vid: int, loop, memo: dict, depth: int = 0) -> bool:
+    if vid in memo:
+        return memo[vid]
+    value = module.values[vid]
+    owner = module.ops[value.owner] if value.owner >= 0 else None
+    inside = owner is not None and (owner.index == loop.index
+                                    or any(o.index == loop.index for o in module.enclosing_loops(owner)))
+    if not inside:
+        memo[vid] = True
+    elif value.kind != "result" or depth > 24 or owner.regions or owner.canonical_name in GLOBAL_LOADS \
+            or not owner.canonical_name.startswith(("arith.", "tt.splat", "tt.broadcast", "tt.expand_dims",
+                                                     "tt.addptr", "tt.make_range")):
+        memo[vid] = False  # an iter_arg, the induction variable, a load's data or an op with effects
+    else:
+        memo[vid] = False  # provisional, for cycles
+        memo[vid] = all(_invariant(module, v, loop, memo, depth + 1) for v in owner.operands)
+    return memo[vid]
+
+
+def conversion_cause(module, backend: str, op, consumers, nbytes: int, looped: bool, generated=None) -> Cause:
     src_ty = module.values[op.operands[0]].type
     dst_ty = module.values[op.results[0]].type
     src, dst = encoding_of(src_ty), encoding_of(dst_ty)
@@ -201,8 +238,22 @@ def conversion_cause(module, backend: str, op, consumers, nbytes: int, looped: b
                      f"iteration needs in another layout; that is the recurrence itself, nothing in the kernel's "
                      f"hands changes it ({spend})", False)
     if kind == "reduction" or (traced.reductions and getattr(src, "name", None) == "slice"):
-        return Cause("a reduction's result", f"a reduction's result takes a slice of the reduced tile's layout, "
+        return Cause(REDUCTION_RESULT, f"a reduction's result takes a slice of the reduced tile's layout, "
                      f"and what consumes it wants {_layout_kind(dst)}; {NO_KNOB}; {spend}, small", False)
+    hoistable = invariant_load(module, traced, op) if kind == "loaded" and looped else None
+    if hoistable:
+        load, loop = hoistable
+        same = (f"the load at line {load.line} reads the same addresses every iteration of the loop at line "
+                f"{loop.line} (its address is computed outside the loop), so this conversion moves the same values "
+                "through shared memory each time")
+        if generated is not None:
+            return Cause("loaded from global memory, the same every iteration",
+                         f"{same}; inductor emits the load inside its loop and Triton keeps loads where they are "
+                         f"written. The kernel is inductor's ({generated.name}): nothing is edited by hand ({spend})",
+                         False)
+        return Cause("loaded from global memory, the same every iteration",
+                     f"{same}: load it once before the loop (Triton then converts it once, outside the loop) "
+                     f"({spend} now)", True)
     if kind == "loaded":
         return Cause("loaded from global memory", f"Triton gives a load its own coalesced layout and converts "
                      f"the loaded values where they meet a tile of another layout ({_layout_kind(dst)}); {NO_KNOB} "

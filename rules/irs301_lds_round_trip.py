@@ -10,6 +10,7 @@ from irscope.rule import Rule
 from irscope.source_map import user_frame
 
 from . import _irs301_causes as causes
+from ._inductor import inductor_kernel
 from . import _irs301_tiles as tiles
 
 MMA_LAYOUTS = tiles.MMA_NAMES  # IRS302 reads it
@@ -79,7 +80,12 @@ class LdsRoundTrip(Rule):
       through LDS (data crossing warps), unless it feeds a `tt.store` (IRS302 reports those)
       or takes a just-loaded tile to a dot operand (staging written as a convert). The message
       says whether the value is loaded, a reduction's result, a dot's accumulator (for an
-      atomic), a value between two dots' MMA layouts, loop-carried state or computed.
+      atomic), a value between two dots' MMA layouts, loop-carried state or computed. A
+      reduction's result of 64 B or less converted outside loops (a norm's few row sums, a
+      barrier once per program) is not reported. A tile a loop loads from the same addresses
+      every iteration (its address computed before the loop) and converts each time is said to
+      be loop-invariant: load it once before the loop (for an inductor kernel the fix says the
+      load is inductor's, with nothing to edit).
 
     It names the layout written and the layout read, with irscope's layout summaries, the
     ops and their TTGIR lines, and the kernel's Python line. A trip is a warning when its LDS
@@ -232,6 +238,7 @@ class LdsRoundTrip(Rule):
         epilogue = {e.convert for e in facts.epilogue_converts if e.lowering == "shared_memory"}
         users = tiles.users_of(module)
         mem = memory_word(ctx)
+        generated = inductor_kernel(ctx)
         findings = []
         for conv in facts.conversions:
             if conv.lowering != "shared_memory" or conv.op in epilogue:
@@ -248,7 +255,9 @@ class LdsRoundTrip(Rule):
             python = python_of(module, op, user_file)
             looped = op.loop_depth > 0
             nbytes = tile_bytes(dst_ty)
-            cause = causes.conversion_cause(module, ctx.backend, op, consumers, nbytes, looped)
+            cause = causes.conversion_cause(module, ctx.backend, op, consumers, nbytes, looped, generated)
+            if cause.what == causes.REDUCTION_RESULT and not looped and nbytes <= causes.SMALL_REDUCTION_BYTES:
+                continue  # a few bytes once per program (a norm's row sums): one barrier, noise (issue 21)
             findings.append(self.finding(
                 ctx, stage="ttgir", path=module.path, lines=[op.line], python=python,
                 severity="warning" if looped and cause.knob else "info",

@@ -217,3 +217,52 @@ def test_inductor_stores_a_transposed_output_and_a_template_epilogue(reports):
     mm = kernel(reports, *INDUCTOR, "e1b14cc419f1")
     (epilogue,) = found(mm, "IRS302")
     assert "inductor's GEMM template" in epilogue.fix and "make_tensor_descriptor" not in epilogue.fix
+
+
+# -- IRS301 -------------------------------------------------------------------------------------
+
+def reduce_results(lines) -> dict[str, int]:
+    """TTGIR values a tt.reduce returns: name -> line."""
+    return {m.group(1): n for n, line in enumerate(lines, 1)
+            if (m := re.match(r'\s*(%[\w.]+) = "tt\.reduce"', line))}
+
+
+def test_a_few_bytes_of_a_reduction_result_converted_once_are_not_reported(reports):
+    """Issue 21 defect 10: inductor's norms convert their 2-16 row sums (8-64 B, f32) once, after the reduction
+    loop, to the layout their store or rsqrt uses: a barrier per program, not worth a finding. A 64-row sum
+    (256 B) still is one (info), and so are fla's 64 B sums converted inside a loop."""
+    checked = 0
+    for kr in reports[INDUCTOR].kernels:
+        lines = ttgir(kr)
+        reduced = reduce_results(lines)
+        for n, line in enumerate(lines, 1):
+            m = re.match(r"\s*%[\w.]+ = ttg\.convert_layout (%[\w.]+) : tensor<(\d+)xf32, #ttg\.slice", line)
+            if m and m.group(1) in reduced and int(m.group(2)) * 4 <= 64 and not line.startswith("      "):
+                checked += 1
+                assert not [f for f in found(kr, "IRS301") if f.line == n], (kr.kernel.hash, n)
+    assert checked >= 20
+    sums = kernel(reports, *INDUCTOR, "e98e8653192f")  # 64 rows of 4, f32 64 converted at ttgir:71
+    assert "tensor<64xf32, #ttg.slice<{dim = 1, parent = #blocked}>> -> tensor<64xf32" in ttgir(sums)[70]
+    (kept,) = [f for f in found(sums, "IRS301") if f.line == 71]
+    assert kept.severity == "info" and "a reduction's result" in kept.message and "256 B once" in kept.fix
+    fla = kernel(reports, "gfx942", "fla_linear_attention", "e8ef0accc21f")
+    (looped,) = [f for f in found(fla, "IRS301") if f.line == 568]
+    assert "a reduction's result" in looped.message and "in a loop" in looped.message
+
+
+def test_a_loop_invariant_vector_converted_every_iteration_says_so(reports):
+    """Inductor's mix-order RMSNorm backward loads the norm weight (1x2048 bf16, address made at ttgir:59,
+    before the row loop at 68) inside the loop at 82 and converts it through shared memory at 105, every
+    iteration. The fix says the load is loop-invariant and that the kernel is inductor's (no hand edit);
+    the 2-pass RMSNorm's weight, loaded at each R0 step's offsets, is not called invariant."""
+    mix = kernel(reports, *INDUCTOR, "334af55c53bc")
+    lines = ttgir(mix)
+    assert "tt.addptr %tmp5, %r0_index" in lines[58] and "scf.for" in lines[67] and "tt.load %tmp5_14" in lines[81]
+    (conv,) = [f for f in found(mix, "IRS301") if f.line == 105]
+    assert conv.severity == "info" and "the same every iteration" in conv.message
+    assert "the load at line 82 reads the same addresses every iteration of the loop at line 68" in conv.fix
+    assert "inductor's (triton_)" in conv.fix and "load it once before the loop" not in conv.fix
+    norm = kernel(reports, *INDUCTOR, "023219a503fd")
+    assert "tt.addptr %tmp11, %r0_index_29" in ttgir(norm)[90]
+    (weight,) = [f for f in found(norm, "IRS301") if f.line == 101]
+    assert "the same every iteration" not in weight.message and "coalesced layout" in weight.fix
