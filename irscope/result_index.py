@@ -10,8 +10,11 @@ every artifact (a 1,000-kernel cache holds ~400 MB, most of it LLVM IR) cost mor
 warm scan may take. Triton never edits a cache file in place; it writes a temporary file
 and renames it, which gives a new inode and ctime. A file changed so soon after it was
 written that the change could share its timestamps (a filesystem with coarse times) is not
-trusted on its timestamps alone: for an artifact younger than RACY_SECONDS, its bytes go into
-the key as well. The index
+trusted on its timestamps alone: an entry stored while an artifact was younger than
+RACY_SECONDS also holds a digest of that artifact's bytes, checked again when it is read (git's
+"racily clean" entries). The key itself is the stat identity alone: had the young bytes gone
+into the key, a re-scan two seconds later, the same files no longer young, looked for another
+key and analyzed everything again. The index
 lives in irscope's own cache directory — `$IRSCOPE_CACHE_DIR`, else
 `$XDG_CACHE_HOME/irscope`, else `~/.cache/irscope` — never in the scanned tree. Entries are
 pickles of irscope's own frozen dataclasses, written atomically; one that cannot be read is
@@ -82,13 +85,15 @@ class ResultIndex:
         self.directory = Path(directory) if directory else default_index_dir()
         self.salt = salt
         self.hits = self.misses = 0
+        self._young: dict[str, tuple[str, ...]] = {}  # key -> its artifacts that were young when keyed
 
     def key(self, kernel: Kernel, extra: str = "") -> str | None:
-        """The kernel's key from its artifacts' identities (and the bytes of the young ones);
-        None when one cannot be read."""
+        """The kernel's key from its artifacts' identities; None when one cannot be read. The
+        artifacts young enough to share timestamps with a change are remembered for put/get."""
         h = hashlib.blake2b(digest_size=20)
         h.update(f"{self.salt}|{kernel.directory}|{kernel.key}|{extra}".encode())
         recent = time.time_ns() - RACY_SECONDS * 1_000_000_000
+        young = []
         for artifact in kernel.artifacts:
             try:
                 st = os.stat(artifact.path)
@@ -97,10 +102,21 @@ class ResultIndex:
             h.update(f"|{artifact.stage}|{artifact.path}|{st.st_size}|{st.st_ino}|{st.st_mtime_ns}|"
                      f"{st.st_ctime_ns}".encode())
             if max(st.st_mtime_ns, st.st_ctime_ns) > recent:
-                try:
-                    h.update(read_limited(artifact.path))
-                except (OSError, ArtifactError):  # gone, or over the size limit: analyzed afresh
-                    return None
+                young.append(artifact.path)
+        key = h.hexdigest()
+        self._young[key] = tuple(young)
+        return key
+
+    @staticmethod
+    def _digest(paths: Sequence[str]) -> str | None:
+        """The bytes of `paths`, hashed; None when one is gone or over the size limit."""
+        h = hashlib.blake2b(digest_size=20)
+        for path in paths:
+            try:
+                h.update(read_limited(path))
+            except (OSError, ArtifactError):
+                return None
+            h.update(b"\0")
         return h.hexdigest()
 
     def _path(self, key: str) -> Path:
@@ -119,11 +135,16 @@ class ResultIndex:
         except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
             self.misses += 1
             return None
-        if not isinstance(found, KernelReport):
+        # (the young artifacts' paths, their bytes' digest, the report); anything else is no entry
+        if not (isinstance(found, tuple) and len(found) == 3 and isinstance(found[2], KernelReport)):
             self.misses += 1
             return None
+        young, digest, report = found
+        if young and (not isinstance(young, tuple) or self._digest(young) != digest):
+            self.misses += 1  # stored while an artifact was young, and its bytes changed since
+            return None
         self.hits += 1
-        return found
+        return report
 
     def put(self, key: str | None, report: KernelReport) -> None:
         if key is None:
@@ -132,7 +153,9 @@ class ResultIndex:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".tmp") as f:
-                pickle.dump(report, f, protocol=pickle.HIGHEST_PROTOCOL)
+                young = self._young.get(key, ())
+                entry = (young, self._digest(young) if young else None, report)
+                pickle.dump(entry, f, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(f.name, path)
         except OSError:
             pass  # a read-only or full cache directory costs speed, not results

@@ -63,3 +63,40 @@ def test_other_rules_or_a_broken_entry_mean_a_fresh_analysis(cache, tmp_path, mo
     analyzed.clear()
     scan(cache, index=index, rules=RuleSelection(("IRS501",)), jobs=1)
     assert len(analyzed) == len(repaired.kernels)  # another selection, another salt
+
+
+def test_a_result_stored_while_its_files_were_young_is_found_once_they_are_old(cache, tmp_path, monkeypatch):
+    """A scan right after a copy keys files whose ctime is seconds old. Their bytes used to go into
+    the key, so a re-scan two seconds later, the files no longer young, missed every such entry
+    (the suite's order made it happen: this file after test_resources_vs_manifest.py)."""
+    import irscope.result_index as result_index
+
+    index = tmp_path / "index"
+    monkeypatch.setattr(result_index, "RACY_SECONDS", 10**9)  # every file young
+    cold = scan(cache, index=index)
+    monkeypatch.setattr(result_index, "RACY_SECONDS", 0)  # every file old
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("analyzed again")
+
+    monkeypatch.setattr(pipeline, "analyze_kernel", refuse)
+    assert kernels_data(scan(cache, index=index)) == kernels_data(cold)
+
+
+def test_young_bytes_that_changed_under_the_same_timestamps_are_not_trusted(cache, tmp_path, monkeypatch):
+    """On a filesystem with coarse times a change can keep a file's stat: the entry stored while the
+    file was young holds its bytes' digest, and a mismatch is a miss."""
+    import irscope.result_index as result_index
+    from irscope.harvester import harvest
+
+    monkeypatch.setattr(result_index, "RACY_SECONDS", 10**9)
+    kernel = next(k for k in harvest(cache).kernels if k.artifact("amdgcn"))
+    report = scan(cache, index=None).kernels[0]
+    store = result_index.ResultIndex(tmp_path / "index")
+    key = store.key(kernel)
+    store.put(key, report)
+    assert store.get(key) == report
+    path = kernel.artifact("amdgcn").path
+    text = open(path).read()
+    open(path, "w").write(text.replace("s_endpgm", "s_endpgX", 1))  # same size, other bytes
+    assert store.get(key) is None  # the key as a coarse filesystem would give it again
