@@ -294,7 +294,10 @@ def _operand(tiles: TileIndex, tile: LdsOp) -> _Operand | None:
         return None
     rank = len(tile.shape)
     k_dim = None if rank < 2 else (rank - 1 if name == "A" else rank - 2)
-    order = getattr(module.aliases.get(tile.shared), "order", None)
+    shared = module.aliases.get(tile.shared)
+    order = getattr(shared, "order", None)
+    if order is None and hasattr(shared, "transposed") and rank == 2:  # nvmma_shared: row-major unless transposed
+        order = (0, 1) if shared.transposed else (1, 0)
     k_width = _K_WIDTH.search(layout)
     parent = _PARENT.search(layout)
     parent_name = parent.group(1) if parent else layout
@@ -399,9 +402,8 @@ def _operand_cause(feeds, module, operand: _Operand, origin, group: _Group) -> t
                            f"instruction reads it")
         if origin.kind == "memory":
             return cause, ("keep the operand K-contiguous in memory (A row-major, B as an N x K tensor used through "
-                           "tl.trans), so the tile reaches LDS in the order the matrix instruction reads it; newer "
-                           "Triton versions transpose on the LDS write instead (3.6 on gfx942), and gfx950 has "
-                           "transposing LDS reads (ds_read_b64_tr_b16)")
+                           "tl.trans), so the tile reaches LDS in the order the matrix instruction reads it (gfx950 "
+                           "also has transposing LDS reads for 16-bit operands, ds_read_b64_tr_b16)")
         return cause, (f"the tile is {origin.text}, and its producer's layout ({operand.stored}) runs along dim "
                        f"{order[0]}: nothing in memory to reorder; produce it along K (dim {k_dim}) if the "
                        f"algorithm allows, so that it reaches LDS in the order the matrix instruction reads it")
@@ -424,9 +426,14 @@ def _operand_cause(feeds, module, operand: _Operand, origin, group: _Group) -> t
                            f"({operand.stored}) and the dot reads it along K: nothing in memory to reorder. The "
                            f"width follows the producer's layout; compute it along K if the algorithm allows "
                            f"(e.g. its transpose, used through tl.trans)")
-        return cause, ("keep the operand K-contiguous in memory (B as an N x K tensor used through tl.trans), so "
-                       "no transpose is needed; or give each thread more K rows of the tile (a larger BLOCK_K, or "
-                       "fewer warps): with 4 K rows a thread writes 8 bytes (ds_write_b64)")
+        fix = "keep the operand K-contiguous in memory (B as an N x K tensor used through tl.trans), so no " \
+              "transpose is needed"
+        if operand.amd and k_held * _element_bytes(operand.element) < OPERAND_BYTES:
+            fix += ("; or give each thread more K rows of the tile (a larger BLOCK_K, or fewer warps): with 8 bytes "
+                    "of K a thread writes ds_write_b64")
+        else:
+            fix += " (the matrix instruction then reads the tile as it was loaded)"
+        return cause, fix
     cause = (f"{what} goes through LDS ({operand.stored} -> {operand.shared}) {per_thread} element(s) at a "
              f"time{feeding}")
     return cause, ("give each thread more contiguous elements of the tile along the dimension the LDS layout keeps "
@@ -498,7 +505,7 @@ def _origin(module, tile: LdsOp) -> _Origin:
         return _Origin("memory", "loaded from memory")
     inputs = {kind for kind, _ in found}
     if "dot" in inputs:
-        return _Origin("computed", "computed in registers from a dot's result (e.g. softmax probabilities)")
+        return _Origin("computed", "computed in registers from a dot's result")
     if "memory" in inputs:
         return _Origin("computed", "computed in registers from loaded data (e.g. a dequantized operand)")
     return _Origin("computed", "computed in registers")
