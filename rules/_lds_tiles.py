@@ -26,7 +26,7 @@ from irscope.layout_graph import BUFFER_VIEWS, layout_key
 _LIBRARY = re.compile(r"/triton/(language|runtime|experimental|tools)/")
 _DOTS = ("tt.dot", "ttng.warp_group_dot", "ttng.dot_async", "tt.dot_scaled")
 # Ops a dot operand may pass through between its LDS read and the dot (a dequantized or upcast tile).
-_PASS = ("arith.", "math.", "tt.fp_to_fp", "tt.bitcast", "ttg.convert_layout")
+_PASS = ("arith.", "math.", "tt.fp_to_fp", "tt.bitcast", "ttg.convert_layout", "tt.trans", "tt.reshape")
 _OP_INDEX = re.compile(r"opIdx\s*=\s*(\d)")
 _PARENT = re.compile(r"parent\s*=\s*(#[\w.]+)")
 
@@ -109,11 +109,12 @@ class TileIndex:
                 self._add(LdsOp(conv.op, "convert", frozenset({"read", "write"}), conv.element, conv.shape,
                                 conv.source, conv.target, conv.target, *op_site(op, self.library), conversion=conv))
         self.by_dot_site: dict[Site, list[LdsOp]] = {}
+        self.dot_converts: dict[int, int] = {}  # convert_layout op -> the dot whose operand it prepares
         for dot in module.ops:
             if dot.canonical_name in _DOTS:
                 site = op_site(dot, self.library)[0]
                 for vid in dot.operands[:2]:
-                    for tile in self._feeding(vid):
+                    for tile in self._feeding(vid, dot.index):
                         self.by_dot_site.setdefault(site, []).append(
                             LdsOp(**{**tile.__dict__, "via_dot": dot.index}))
 
@@ -121,7 +122,7 @@ class TileIndex:
         self.by_op[lds.op] = lds
         self.by_site.setdefault(lds.site, []).append(lds)
 
-    def _feeding(self, vid: int) -> list[LdsOp]:
+    def _feeding(self, vid: int, dot: int) -> list[LdsOp]:
         """The LDS ops of the tile behind a dot operand: its round trip's writers and readers, or the
         local_alloc a wgmma reads."""
         module = self.module
@@ -135,6 +136,8 @@ class TileIndex:
             if op is None:
                 continue
             name = op.canonical_name
+            if name == "ttg.convert_layout":
+                self.dot_converts.setdefault(op.index, dot)
             if op.index in self.by_op and name in ("ttg.local_load", "ttg.local_alloc"):
                 lds = self.by_op[op.index]
                 trip = lds.trip

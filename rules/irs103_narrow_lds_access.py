@@ -347,6 +347,15 @@ def _cause(fn, feeds, tiles: TileIndex, operand: _Operand | None, group: _Group)
                     f"load the {_shape(origin.detail)} values once, as a vector (tl.load of the row or column "
                     f"offsets alone), and broadcast them after the load ([:, None] / [None, :]): the convert then "
                     f"moves the vector, not a {_shape(tile.shape)} tile")
+        dot = tiles.dot_converts.get(conv.op)
+        if dot is not None:
+            site, _, python = op_site(module.ops[dot], set(tiles.library))
+            where = _where(site, *python) if python else "a dot"
+            return (f"{text} prepares an operand of the dot at {where} ({_shape(tile.shape)} {tile.element})",
+                    f"the convert brings a tile to the layout the dot at {where} consumes (e.g. the tl.trans "
+                    f"of a tile used as both operands); both layouts are the compiler's choice and no load or "
+                    f"store hint changes them: the round trip is the cost of this dot's operand, unless the "
+                    f"operand can be loaded in the orientation the dot reads")
         source = module.aliases.get(conv.source)
         if type(source).__name__ in ("AmdMfma", "AmdWmma", "NvidiaMma"):
             return (f"{text} takes the dot accumulator to the layout of the op at this line, once per tile",
@@ -426,8 +435,10 @@ def _operand_cause(feeds, module, operand: _Operand, origin, group: _Group) -> t
                            f"({operand.stored}) and the dot reads it along K: nothing in memory to reorder. The "
                            f"width follows the producer's layout; compute it along K if the algorithm allows "
                            f"(e.g. its transpose, used through tl.trans)")
-        fix = "keep the operand K-contiguous in memory (B as an N x K tensor used through tl.trans), so no " \
-              "transpose is needed"
+        layout = "A as a row-major M x K tensor" if operand.name == "A" else \
+            "B as an N x K tensor used through tl.trans"
+        fix = f"keep the operand K-contiguous in memory ({layout}), so no transpose is needed; where the tensor's " \
+              f"layout is not the kernel's to choose (a layer's input), the transpose is the cost of reading it so"
         if operand.amd and k_held * _element_bytes(operand.element) < OPERAND_BYTES:
             fix += ("; or give each thread more K rows of the tile (a larger BLOCK_K, or fewer warps): with 8 bytes "
                     "of K a thread writes ds_write_b64")
