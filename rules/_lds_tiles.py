@@ -98,11 +98,16 @@ class TileIndex:
                 self._add(LdsOp(index, "round_trip", frozenset({direction}), trip.element, trip.shape,
                                 trip.stored_layout, trip.shared_layout, trip.loaded_layout,
                                 *op_site(op, self.library), trip=trip))
-        for move in facts.moves:  # a local_alloc read in place by a wgmma: a write with no local_load
+        for move in facts.moves:
             op = module.ops[move.op]
-            if move.kind == "ttg.local_alloc" and op.operands and move.op not in self.by_op:
+            if move.op in self.by_op:
+                continue
+            if move.kind == "ttg.local_alloc" and op.operands:  # read in place by a wgmma: no local_load
                 self._add(LdsOp(move.op, "round_trip", frozenset({"write"}), move.element, move.shape, move.source,
                                 move.target, "", *op_site(op, self.library)))
+            elif move.kind == "ttg.local_load":  # a buffer an async copy filled: no register writer
+                self._add(LdsOp(move.op, "round_trip", frozenset({"read"}), move.element, move.shape, "", move.source,
+                                move.target, *op_site(op, self.library)))
         for conv in facts.conversions:
             if conv.lowering == "shared_memory":
                 op = module.ops[conv.op]
@@ -156,8 +161,18 @@ class TileIndex:
                      and element_bytes(t.element) <= max(width, 1)]
             if found:
                 return max(found, key=lambda t: (self.isa_operand(t) in fed, t.column == column,
+                                                 direction == "read" and self.read_across(t),
                                                  tile_bytes(t.element, t.shape)))
         return None
+
+    def read_across(self, tile: LdsOp) -> bool:
+        """A dot operand LDS keeps contiguous along another dimension than K: the one of a dot's two
+        operands that narrow reads gather (PTX has no dataflow to tell which operand a read feeds)."""
+        name = operand_index(tile.loaded)
+        order = getattr(self.module.aliases.get(tile.shared), "order", None)
+        if name is None or not order or len(tile.shape) != 2:
+            return False
+        return order[0] != (1 if name == "A" else 0)
 
     def isa_operand(self, tile: LdsOp) -> str | None:
         """The matrix instruction's operand ("A" = src0, "B" = src1) a dot-operand tile becomes: an MFMA

@@ -410,9 +410,11 @@ def _operand_cause(feeds, module, operand: _Operand, origin, group: _Group) -> t
                            f"as N x K and used through tl.trans), so the tile reaches LDS in the order the matrix "
                            f"instruction reads it")
         if origin.kind == "memory":
-            return cause, ("keep the operand K-contiguous in memory (A row-major, B as an N x K tensor used through "
-                           "tl.trans), so the tile reaches LDS in the order the matrix instruction reads it (gfx950 "
-                           "also has transposing LDS reads for 16-bit operands, ds_read_b64_tr_b16)")
+            fix = ("keep the operand K-contiguous in memory (A row-major, B as an N x K tensor used through "
+                   "tl.trans), so the tile reaches LDS in the order the matrix instruction reads it")
+            if operand.amd and _element_bytes(operand.element) == 2:
+                fix += " (gfx950 also has transposing LDS reads for 16-bit operands, ds_read_b64_tr_b16)"
+            return cause, fix
         return cause, (f"the tile is {origin.text}, and its producer's layout ({operand.stored}) runs along dim "
                        f"{order[0]}: nothing in memory to reorder; produce it along K (dim {k_dim}) if the "
                        f"algorithm allows, so that it reaches LDS in the order the matrix instruction reads it")
@@ -473,6 +475,8 @@ def _origin(module, tile: LdsOp) -> _Origin:
     result, loop-carried state (an iter_arg), or computed in registers (and from what)."""
     from irscope.opgraph import value_flow
 
+    if tile.trip is None and not tile.source:  # read from a buffer an async copy filled
+        return _Origin("memory", "loaded from memory")
     writers = tile.trip.writers if tile.trip is not None else (tile.op,)
     stored = [module.ops[i].operands[0] for i in writers if module.ops[i].operands]
     flow = value_flow(module)
