@@ -449,6 +449,10 @@ def _operand_cause(feeds, module, operand: _Operand, origin, group: _Group) -> t
         return cause, fix
     cause = (f"{what} goes through LDS ({operand.stored} -> {operand.shared}) {per_thread} element(s) at a "
              f"time{feeding}")
+    if type(stored_alias).__name__ in ("AmdMfma", "AmdWmma", "NvidiaMma"):
+        return cause, (f"the tile is {origin.text} in the matrix instruction's output layout ({operand.stored}), "
+                       f"staged to become the next dot's {operand.name} operand: the width follows that layout, "
+                       f"which no load or store hint changes; the round trip is the cost of chaining the two dots")
     return cause, ("give each thread more contiguous elements of the tile along the dimension the LDS layout keeps "
                    "contiguous (for a tile computed in registers, such as a dequantized operand, produce it along "
                    "that dimension), so it moves 8-16 bytes at a time")
