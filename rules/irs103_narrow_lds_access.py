@@ -26,29 +26,37 @@ class NarrowLdsAccess(Rule):
     """LDS (shared memory) reads and writes narrower than 8 bytes per lane on a tile.
 
     ## What it does
-    Finds LDS accesses of less than 8 bytes per lane (`ds_read_u16`, `ds_write_b16`,
-    `ds_write_b32`, `ds_read2_b32`, gfx11/12 `ds_load_u16` / `ds_store_b32`; PTX
-    `ld.shared` / `st.shared` of `.b16`, `.b32`, `.v2.b16`) on the tiles Triton moves
-    through LDS: `ttg.local_alloc` / `local_store` / `local_load` and `convert_layout`s
-    lowered through shared memory, matched by Python line. It counts them per iteration of
-    the innermost loop they sit in (and per K step when LLVM unrolled the loop) and outside
-    loops, grouped by Python line, width and direction, and says why they are narrow: the
-    tile arrived from narrow global loads, the dot operand is read along a dimension the LDS
-    layout does not keep contiguous, the tile is transposed on its way in, or a layout
-    conversion. `ds_read2*`/`ds_write2*` count by their per-access width.
+    Finds LDS accesses of less than 8 bytes per lane (`ds_read_u8`, `ds_read_u16`, `ds_write_b16`,
+    `ds_write_b32`, `ds_read2_b32`, gfx11/12 `ds_load_u16` / `ds_store_b32`; PTX `ld.shared` /
+    `st.shared` of `.b8`, `.b16`, `.b32`, `.v2.b16`) on the tiles Triton moves through LDS:
+    `ttg.local_alloc` / `local_store` / `local_load` and `convert_layout`s lowered through shared
+    memory. Each instruction is matched to the TTGIR op it came from by its whole inline chain (the
+    user's frames of `; attn.py:31:13 @[ attn.py:76:16 ]`, PTX `.loc ... inlined_at`, TTGIR
+    `loc(callsite(...))`), innermost first, with the column as a tie-break: an inlined helper's
+    accesses belong to the helper's line, not to every tile of the call site. Accesses that carry a
+    dot's own line (LLVM gives torchao's 1-byte int8 operand traffic the `tl.dot` line) belong to the
+    tiles that feed that dot, picked by the matrix operand they feed (an MFMA with `isTransposed`
+    takes the dot's B as its first operand). The message names the tile's own line (and the call
+    site it was inlined at), counts per iteration of the innermost loop and outside loops, and says
+    why the accesses are narrow: the tile arrived from narrow global loads, the dot operand is read
+    along a dimension the LDS layout does not keep contiguous, it is transposed on its way in
+    (contiguous along another dimension in registers than in LDS), two dots with different warp
+    layouts hand it over, or a layout conversion (of a broadcast load, or preparing a dot operand).
 
-    Not reported: 8-byte accesses (`ds_read_b64`, `ds_read2st64_b64`, `ds_write_b64`, and
-    gfx950's transposing `ds_read_b64_tr_b16`), which are the natural width of an fp16 MFMA
-    operand on CDNA2/3: each lane holds 4 elements of K in 2 VGPRs, which one `ds_read_b64`
-    fills. `ldmatrix`/`stmatrix` (16 bytes per thread at `.x4`), `cp.async` and TMA copies
-    are not LDS reads or writes of registers. Reduction scratch (the one value per warp
-    `tl.sum` / `tl.max` exchange) and the TMA descriptors Triton writes to shared memory
-    are not tiles and are skipped.
+    Not reported: 8-byte accesses, the natural width of an fp16 MFMA operand (4 K elements in 2
+    VGPRs), and on AMD any access as wide as the K group the matrix instruction consumes in the
+    tile's own element type (kWidth elements: an fp8 tile upcast for an f16 MFMA, float8e4nv on
+    gfx942, has 4-byte groups, so a `ds_read2_b32` there reads two whole groups); 32-bit operands
+    at 4 bytes. `ldmatrix`/`stmatrix`, `cp.async` and TMA copies are not LDS reads or writes of
+    registers. What costs little is left out: vectors (one dimension above 1: a row's statistics, a
+    block's scales), a thread's whole share of a tile in one access, tiles of 2 KiB or less moved
+    once outside loops, and in a loop accesses that are under 5% of the loop's LDS instructions per
+    iteration (gemlite's 1x256 scales: 2 of about 150). Reduction scratch, a lock's broadcast and the
+    TMA descriptors Triton writes to shared memory are no tile of the TTGIR and are skipped.
 
-    Accesses below 4 bytes inside a loop are warnings: a lane then uses part of its 4-byte
-    LDS bank slot, so they cost LDS bandwidth as well as 4 to 8 times the instructions.
-    4-byte accesses, and anything outside loops, are info: a dword access still uses the
-    full bank width, and costs instructions (and the packing VALU work) only.
+    Accesses below 4 bytes inside a loop are warnings: a lane then uses part of its 4-byte LDS bank
+    slot, so they cost LDS bandwidth as well as 4 to 8 times the instructions. 4-byte accesses, and
+    anything outside loops, are info. Counts are per machine iteration of the loop.
 
     ## Why is this bad?
     Every LDS instruction is an issue slot and an `lgkmcnt` entry (at most 15 outstanding on
@@ -79,14 +87,17 @@ class NarrowLdsAccess(Rule):
     tile with 32 `ds_write_b16` per iteration, as its `global_load_ushort`s deliver it.
 
     ## How to fix it in the kernel
-    Fix narrow global loads first (IRS101: 16-divisible strides, `tl.multiple_of`): the
-    tile is written to LDS as wide as it was loaded. Keep dot operands K-contiguous in
-    memory where you can (A row-major, B as an N x K tensor used through `tl.trans` or `.T`,
-    as fixture `trans_dot` does: `ds_write_b128` and `ds_read2_b64`), so the tile reaches
-    LDS in the order the matrix instruction reads it; a bigger tile per thread (BLOCK_K,
-    or fewer warps) lets a transposing write pack 4 elements instead of 2. Newer Triton
-    versions move the transpose to the write side (3.6 on gfx942) or use transposing reads
-    (gfx950).
+    The fix follows from what the tile is. Loaded from memory: fix narrow global loads first (IRS101),
+    and keep dot operands K-contiguous in memory where you can (A row-major, B as an N x K tensor used
+    through `tl.trans`, as fixture `trans_dot` does: `ds_write_b128` and `ds_read2_b64`); a larger
+    BLOCK_K or fewer warps lets a transposing write pack 4 elements instead of 2. A layer's input in
+    another layout is not the kernel's to choose: the transpose is then the cost of reading it. A
+    dequantized tile keeps the layout of the packed load it came from: load that K-contiguous. Register
+    state (a dot's accumulator carried by the loop and staged as the next dot's operand, fla's `b_h1`)
+    or a dot's result handed to a dot with another warp layout: the width follows the matrix
+    instruction's output layout, which no stride, hint or block size changes; the message says so. A
+    row scale loaded as a 2-D broadcast (a 128x128 tile of 128 values) and converted in the epilogue:
+    load the vector and broadcast it after the load.
     """
 
     code = "IRS103"
