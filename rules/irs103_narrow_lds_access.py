@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 from irscope import isa
 from irscope.rule import Rule
+from irscope.rules._lds_tiles import (LdsOp, TileIndex, element_bytes, instruction_site, layout_key, op_site,
+                                      operand_index, tile_bytes)
 from irscope.rules.irs202_barriers_per_iteration import kernel_loops
 
 # Narrower than this is reported: 8 bytes is the K group of 4 fp16/bf16 that one lane feeds
@@ -17,44 +19,44 @@ OPERAND_BYTES = 8
 # Below a dword a lane leaves part of its 4-byte LDS bank slot unused: bandwidth is lost,
 # not just instructions. In a loop that is a warning.
 DWORD = 4
-_OP_INDEX = re.compile(r"opIdx\s*=\s*(\d)")
 
-
-@dataclass
-class _Group:
-    direction: str  # "read" or "write"
-    python_line: int
-    width: int
-    instructions: list = field(default_factory=list)
 
 
 class NarrowLdsAccess(Rule):
     """LDS (shared memory) reads and writes narrower than 8 bytes per lane on a tile.
 
     ## What it does
-    Finds LDS accesses of less than 8 bytes per lane (`ds_read_u16`, `ds_write_b16`,
-    `ds_write_b32`, `ds_read2_b32`, gfx11/12 `ds_load_u16` / `ds_store_b32`; PTX
-    `ld.shared` / `st.shared` of `.b16`, `.b32`, `.v2.b16`) on the tiles Triton moves
-    through LDS: `ttg.local_alloc` / `local_store` / `local_load` and `convert_layout`s
-    lowered through shared memory, matched by Python line. It counts them per iteration of
-    the innermost loop they sit in (and per K step when LLVM unrolled the loop) and outside
-    loops, grouped by Python line, width and direction, and says why they are narrow: the
-    tile arrived from narrow global loads, the dot operand is read along a dimension the LDS
-    layout does not keep contiguous, the tile is transposed on its way in, or a layout
-    conversion. `ds_read2*`/`ds_write2*` count by their per-access width.
+    Finds LDS accesses of less than 8 bytes per lane (`ds_read_u8`, `ds_read_u16`, `ds_write_b16`,
+    `ds_write_b32`, `ds_read2_b32`, gfx11/12 `ds_load_u16` / `ds_store_b32`; PTX `ld.shared` /
+    `st.shared` of `.b8`, `.b16`, `.b32`, `.v2.b16`) on the tiles Triton moves through LDS:
+    `ttg.local_alloc` / `local_store` / `local_load` and `convert_layout`s lowered through shared
+    memory. Each instruction is matched to the TTGIR op it came from by its whole inline chain (the
+    user's frames of `; attn.py:31:13 @[ attn.py:76:16 ]`, PTX `.loc ... inlined_at`, TTGIR
+    `loc(callsite(...))`), innermost first, with the column as a tie-break: an inlined helper's
+    accesses belong to the helper's line, not to every tile of the call site. Accesses that carry a
+    dot's own line (LLVM gives torchao's 1-byte int8 operand traffic the `tl.dot` line) belong to the
+    tiles that feed that dot, picked by the matrix operand they feed (an MFMA with `isTransposed`
+    takes the dot's B as its first operand). The message names the tile's own line (and the call
+    site it was inlined at), counts per iteration of the innermost loop and outside loops, and says
+    why the accesses are narrow: the tile arrived from narrow global loads, the dot operand is read
+    along a dimension the LDS layout does not keep contiguous, it is transposed on its way in
+    (contiguous along another dimension in registers than in LDS), two dots with different warp
+    layouts hand it over, or a layout conversion (of a broadcast load, or preparing a dot operand).
 
-    Not reported: 8-byte accesses (`ds_read_b64`, `ds_read2st64_b64`, `ds_write_b64`, and
-    gfx950's transposing `ds_read_b64_tr_b16`), which are the natural width of an fp16 MFMA
-    operand on CDNA2/3: each lane holds 4 elements of K in 2 VGPRs, which one `ds_read_b64`
-    fills. `ldmatrix`/`stmatrix` (16 bytes per thread at `.x4`), `cp.async` and TMA copies
-    are not LDS reads or writes of registers. Reduction scratch (the one value per warp
-    `tl.sum` / `tl.max` exchange) and the TMA descriptors Triton writes to shared memory
-    are not tiles and are skipped.
+    Not reported: 8-byte accesses, the natural width of an fp16 MFMA operand (4 K elements in 2
+    VGPRs), and on AMD any access as wide as the K group the matrix instruction consumes in the
+    tile's own element type (kWidth elements: an fp8 tile upcast for an f16 MFMA, float8e4nv on
+    gfx942, has 4-byte groups, so a `ds_read2_b32` there reads two whole groups); 32-bit operands
+    at 4 bytes. `ldmatrix`/`stmatrix`, `cp.async` and TMA copies are not LDS reads or writes of
+    registers. What costs little is left out: vectors (one dimension above 1: a row's statistics, a
+    block's scales), a thread's whole share of a tile in one access, tiles of 2 KiB or less moved
+    once outside loops, and in a loop accesses that are under 5% of the loop's LDS instructions per
+    iteration (gemlite's 1x256 scales: 2 of about 150). Reduction scratch, a lock's broadcast and the
+    TMA descriptors Triton writes to shared memory are no tile of the TTGIR and are skipped.
 
-    Accesses below 4 bytes inside a loop are warnings: a lane then uses part of its 4-byte
-    LDS bank slot, so they cost LDS bandwidth as well as 4 to 8 times the instructions.
-    4-byte accesses, and anything outside loops, are info: a dword access still uses the
-    full bank width, and costs instructions (and the packing VALU work) only.
+    Accesses below 4 bytes inside a loop are warnings: a lane then uses part of its 4-byte LDS bank
+    slot, so they cost LDS bandwidth as well as 4 to 8 times the instructions. 4-byte accesses, and
+    anything outside loops, are info. Counts are per machine iteration of the loop.
 
     ## Why is this bad?
     Every LDS instruction is an issue slot and an `lgkmcnt` entry (at most 15 outstanding on
@@ -85,14 +87,17 @@ class NarrowLdsAccess(Rule):
     tile with 32 `ds_write_b16` per iteration, as its `global_load_ushort`s deliver it.
 
     ## How to fix it in the kernel
-    Fix narrow global loads first (IRS101: 16-divisible strides, `tl.multiple_of`): the
-    tile is written to LDS as wide as it was loaded. Keep dot operands K-contiguous in
-    memory where you can (A row-major, B as an N x K tensor used through `tl.trans` or `.T`,
-    as fixture `trans_dot` does: `ds_write_b128` and `ds_read2_b64`), so the tile reaches
-    LDS in the order the matrix instruction reads it; a bigger tile per thread (BLOCK_K,
-    or fewer warps) lets a transposing write pack 4 elements instead of 2. Newer Triton
-    versions move the transpose to the write side (3.6 on gfx942) or use transposing reads
-    (gfx950).
+    The fix follows from what the tile is. Loaded from memory: fix narrow global loads first (IRS101),
+    and keep dot operands K-contiguous in memory where you can (A row-major, B as an N x K tensor used
+    through `tl.trans`, as fixture `trans_dot` does: `ds_write_b128` and `ds_read2_b64`); a larger
+    BLOCK_K or fewer warps lets a transposing write pack 4 elements instead of 2. A layer's input in
+    another layout is not the kernel's to choose: the transpose is then the cost of reading it. A
+    dequantized tile keeps the layout of the packed load it came from: load that K-contiguous. Register
+    state (a dot's accumulator carried by the loop and staged as the next dot's operand, fla's `b_h1`)
+    or a dot's result handed to a dot with another warp layout: the width follows the matrix
+    instruction's output layout, which no stride, hint or block size changes; the message says so. A
+    row scale loaded as a 2-D broadcast (a 128x128 tile of 128 values) and converted in the epilogue:
+    load the vector and broadcast it after the load.
     """
 
     code = "IRS103"
@@ -106,62 +111,61 @@ class NarrowLdsAccess(Rule):
         facts = ctx.layout_facts
         if module is None or facts is None:
             return []
-        tiles = _tile_lines(facts)
+        tiles = ctx.shared(("irs103_tiles",), lambda: TileIndex(facts, module))
+        threads = (module.num_warps or 0) * (module.threads_per_warp or 0)
         findings = []
         for program in ctx.programs:
             if program.isa not in ("amdgcn", "ptx"):
                 continue
             for fn in program.functions:
-                groups = _narrow_groups(fn, tiles, facts)
+                feeds = _matrix_feeds(fn) if program.isa == "amdgcn" else {}
+                groups = _narrow_groups(fn, tiles, feeds)
                 if not groups:
                     continue
                 loops = {loop.header: loop for loop in kernel_loops(ctx, program, fn)}
                 graph = ctx.graph(program, fn)
-                feeds = _matrix_feeds(fn) if program.isa == "amdgcn" else {}
-                threads = (module.num_warps or 0) * (module.threads_per_warp or 0)
                 for group in groups:
-                    if threads and tiles[group.python_line] // threads <= group.width:
+                    size = tile_bytes(group.tile.element, group.tile.shape)
+                    if not size:
+                        continue  # a vector (a row's statistics, a block's scales): a lane moves a value or two
+                    if threads and size // threads <= group.width:
                         continue  # each thread's whole share of the tile in one access: nothing wider to do
-                    operand = _dot_operand(facts, module, group.python_line, group.direction)
-                    if operand is not None and _element_bytes(operand.element) >= DWORD and group.width >= DWORD:
-                        continue  # 32-bit operands (f32, tf32 matrix instructions) move 4 bytes a lane by nature
-                    findings.append(self._finding(ctx, program, fn, graph, loops, feeds, facts, module, group))
+                    operand = _operand(tiles, group.tile)
+                    if group.width >= _natural_width(operand, program.isa):
+                        continue  # as wide as the matrix instruction's K group of this element type
+                    per_loop = _per_loop(graph, group)
+                    if not _costs(fn, graph, loops, group, per_loop, size):
+                        continue
+                    findings.append(self._finding(ctx, program, fn, loops, per_loop, feeds, tiles, operand, group))
         return findings
 
-    def _finding(self, ctx, program, fn, graph, loops, feeds, facts, module, group: _Group):
-        per_loop: Counter = Counter()
+    def _finding(self, ctx, program, fn, loops, per_loop, feeds, tiles, operand, group: _Group):
         conditional: Counter = Counter()
-        outside = 0
         for ins in group.instructions:
-            loop = graph.loop_of(ins.index)
-            if loop is None:
-                outside += 1
-                continue
-            per_loop[loop.header] += 1
-            if fn.block_of(ins.index).index not in loops[loop.header].every_iteration:
+            loop = ctx.graph(program, fn).loop_of(ins.index)
+            if loop is not None and fn.block_of(ins.index).index not in loops[loop.header].every_iteration:
                 conditional[loop.header] += 1
+        outside = len(group.instructions) - sum(per_loop.values())
         opcodes = Counter(i.opcode for i in group.instructions)
         what = ", ".join(op for op, _ in opcodes.most_common())
         parts = []
         for header, n in per_loop.most_common():
             loop = loops[header]
-            where = f"the loop at {loop.python_name}:{loop.python_line}" if loop.python_line else "a loop"
+            where = _loop_name(tiles, loop)
+            # Per machine iteration, with no K-step split: the unroll estimate (IRS202's) counts warps that
+            # repeat a small tile as unrolled iterations (issue 21 defect 3); a count per machine loop is exact.
             text = f"{n} per iteration of {where}"
-            step = loop.per_step(n)
-            if loop.unroll and loop.unroll > 1 and step is not None:
-                text += f" (unrolled {loop.unroll}x: {step} per K step)"
             if conditional[header]:
                 text += f" ({conditional[header]} of them on a path not every iteration takes)"
             parts.append(text)
         if outside:
             parts.append(f"{outside} outside loops")
         in_loop = sum(per_loop.values())
-        source = group.instructions[0].source
-        name = source.file.rsplit("/", 1)[-1]
         kind = "reads" if group.direction == "read" else "writes"
-        message = (f"LDS {kind} of {group.width} B per lane ({what}) from {name}:{group.python_line}: "
+        file, line = group.python
+        message = (f"LDS {kind} of {group.width} B per lane ({what}) from {_where(group.site, file, line)}: "
                    f"{'; '.join(parts)}")
-        cause, fix = _cause(fn, feeds, facts, module, group, None if in_loop and outside else bool(in_loop))
+        cause, fix = _cause(fn, feeds, tiles, operand, group)
         message += f"; {cause}"
         severity = "warning" if in_loop and group.width < DWORD else "info"
         first_loop = loops[per_loop.most_common(1)[0][0]] if per_loop else None
@@ -169,46 +173,22 @@ class NarrowLdsAccess(Rule):
                     "outside_loops": outside}
         if first_loop is not None:
             evidence["per_iteration"] = per_loop[first_loop.header]
-            if first_loop.unroll:
-                evidence["unroll"] = first_loop.unroll
         return self.finding(ctx, stage=program.isa, path=program.path, lines=[i.line for i in group.instructions],
-                            python=(source.file, group.python_line), severity=severity, message=message, fix=fix,
-                            evidence=evidence)
+                            python=(file, line), severity=severity, message=message, fix=fix, evidence=evidence)
 
 
-# A vector (one dimension above 1) or a tile of at most this many bytes moves through LDS once
-# or twice per lane: a reduction's result, a row's statistics, a block's scales. The real-world
-# ledger found every such finding to cost nothing (fixtures/real_world/ledger/IRS103.jsonl).
-SMALL_TILE_BYTES = 2048
+@dataclass
+class _Group:
+    direction: str  # "read" or "write"
+    width: int
+    tile: LdsOp  # the TTGIR op whose tile the instructions move
+    site: tuple
+    python: tuple[str, int]  # the innermost user frame of the instructions: the tile's own line
+    instructions: list = field(default_factory=list)
 
 
-def _tile_lines(facts) -> dict[int, int]:
-    """Python line -> bytes of the largest tile (two dimensions, over 2 KiB) the TTGIR moves through LDS there."""
-    lines: dict[int, int] = {}
-    moved = [(m.python_line, m.element, m.shape) for m in facts.moves
-             if m.kind in ("ttg.local_alloc", "ttg.local_store", "ttg.local_load")]
-    moved += [(c.python_line, c.element, c.shape) for c in facts.conversions if c.lowering == "shared_memory"]
-    for line, element, shape in moved:
-        size = _tile_bytes(element, shape)
-        if line and size > SMALL_TILE_BYTES:
-            lines[line] = max(lines.get(line, 0), size)
-    return lines
-
-
-def _tile_bytes(element: str, shape: tuple) -> int:
-    """A tile's bytes; 0 for a vector (one dimension above 1); a dimension the type does not give counts large."""
-    dims = [d for d in shape if d != 1]
-    if len(dims) < 2:
-        return 0
-    count = 1
-    for d in dims:
-        count *= d if isinstance(d, int) else 1 << 20
-    return count * _element_bytes(element)
-
-
-def _narrow_groups(fn, tiles: dict[int, int], facts) -> list[_Group]:
-    user = (facts.user_file or "").rsplit("/", 1)[-1]
-    groups: dict[tuple[str, int, int], _Group] = {}
+def _narrow_groups(fn, tiles: TileIndex, feeds: dict) -> list[_Group]:
+    groups: dict[tuple, _Group] = {}
     for ins in fn.instructions:
         mem = ins.memory
         if ins.kind not in (isa.SHARED_LOAD, isa.SHARED_STORE) or mem is None or mem.space not in ("lds", "shared"):
@@ -217,13 +197,64 @@ def _narrow_groups(fn, tiles: dict[int, int], facts) -> list[_Group]:
             continue
         if ins.opcode.startswith(("ldmatrix", "stmatrix")) or "_tr_" in ins.opcode:
             continue
-        src = ins.source
-        if src is None or src.line not in tiles or src.file.rsplit("/", 1)[-1] != user:
+        site, column, python = instruction_site(ins.source, tiles.library)
+        if python is None:
             continue
         direction = "read" if ins.kind == isa.SHARED_LOAD else "write"
-        key = (direction, src.line, mem.width_bytes)
-        groups.setdefault(key, _Group(direction, src.line, mem.width_bytes)).instructions.append(ins)
+        fed = {name for _, name in feeds.get(ins.index, ())}
+        tile = tiles.attribute(direction, mem.width_bytes, site, column, fed)
+        if tile is None:
+            continue  # no tile of the TTGIR at this site: reduction scratch, a TMA descriptor, a lock's broadcast
+        key = (direction, site, mem.width_bytes, tile.key)
+        groups.setdefault(key, _Group(direction, mem.width_bytes, tile, site, python)).instructions.append(ins)
     return sorted(groups.values(), key=lambda g: g.instructions[0].line)
+
+
+def _where(site: tuple, file: str, line: int) -> str:
+    """`attn.py:31`, or `attn.py:31 (inlined at attn.py:76)` for a helper's line."""
+    name = f"{file.rsplit('/', 1)[-1]}:{line}"
+    callers = [f"{base}:{ln}" for base, ln in site[1:]]
+    return f"{name} (inlined at {', '.join(callers)})" if callers else name
+
+
+def _loop_name(tiles: TileIndex, loop) -> str:
+    """The loop's own `for` line: inside an inlined helper, the helper's line, not the call site."""
+    if loop.ttgir_loop is not None:
+        site, _, python = op_site(tiles.module.ops[loop.ttgir_loop], set(tiles.library))
+        if python is not None:
+            return f"the loop at {_where(site, *python)}"
+    return f"the loop at {loop.python_name}:{loop.python_line}" if loop.python_line else "a loop"
+
+
+def _per_loop(graph, group: _Group) -> Counter:
+    per_loop: Counter = Counter()
+    for ins in group.instructions:
+        loop = graph.loop_of(ins.index)
+        if loop is not None:
+            per_loop[loop.header] += 1
+    return per_loop
+
+
+# A one-time transfer (outside loops) of a tile of at most this many bytes costs a lane a few instructions:
+# a reduction's result, a row's statistics, a block's scales.
+SMALL_TILE_BYTES = 2048
+# In a loop, narrow accesses that are less than this share of the loop's LDS instructions per iteration
+# cost little next to the operand traffic the loop already has (gemlite's 1x256 scales: 2 of 150).
+LOOP_SHARE = 0.05
+
+
+def _costs(fn, graph, loops, group: _Group, per_loop: Counter, size: int) -> bool:
+    """Whether the accesses cost something: a tile over 2 KiB outside loops, or in a loop at least
+    LOOP_SHARE of the LDS instructions a lane issues per iteration (each one an issue slot and an
+    lgkmcnt entry, whatever its width)."""
+    if not per_loop:
+        return size > SMALL_TILE_BYTES
+    for header, mine in per_loop.items():
+        issued = sum(1 for i in loops[header].instructions
+                     if fn.instructions[i].kind in (isa.SHARED_LOAD, isa.SHARED_STORE))
+        if issued and mine >= LOOP_SHARE * issued:
+            return True
+    return False
 
 
 def _matrix_feeds(fn) -> dict[int, set[tuple[isa.Instruction, str]]]:
@@ -247,100 +278,95 @@ class _Operand:
     shared: str  # LDS layout as written
     order: tuple[int, ...] | None  # the LDS layout's dimension order, fastest first
     element: str
+    k_width: int | None  # elements of K a lane holds together (the dot_op layout's kWidth)
+    parent: str  # the matrix layout it feeds (#mma, #mma1), as written
+    amd: bool  # an AMD matrix layout (MFMA/WMMA): a lane's K group is kWidth elements
 
 
-def _dot_operand(facts, module, line: int, direction: str = "read", in_loop: bool | None = None,
-                 operand: str | None = None) -> _Operand | None:
-    """The dot operand written to or read from LDS at a Python line: a round trip that is read
-    back as a dot operand (MFMA, mma), or a ttg.local_alloc that a wgmma reads in place.
-
-    One line may stage both operands (`tl.dot(a, b)`, each tile through LDS): the trip whose
-    operand the ISA feeds (`operand`, "A"/"B"), and whose LDS writes or reads sit where the
-    instructions do (`in_loop`: True if all are in loops, False if none is, None if some are),
-    is the one meant; ties keep the TTGIR's order."""
-    trips = [t for t in facts.round_trips if t.feeds_dot and line in t.python_lines]
-    if trips:
-        def fit(trip) -> tuple[bool, bool]:
-            index = _OP_INDEX.search(trip.loaded_layout)
-            name = None if index is None else "A" if index.group(1) == "0" else "B"
-            depths = [module.ops[i].loop_depth for i in (trip.writers if direction == "write" else trip.readers)]
-            placed = in_loop is not None and any((depth > 0) == in_loop for depth in depths)
-            return operand is not None and name == operand, placed
-
-        trip = max(trips, key=fit)  # max keeps the first of equals
-        index = _OP_INDEX.search(trip.loaded_layout)
-        return _operand(module, index.group(1) if index else None, len(trip.shape), trip.stored_layout,
-                        trip.shared_layout, trip.element)
-    from irscope.layout_graph import layout_key
-    from irscope.source_map import user_line
-
-    values = module.values
-    for dot in module.ops_named("ttng.warp_group_dot", "ttng.dot_async", "tt.dot"):
-        for position, vid in enumerate(dot.operands[:2]):
-            alloc = module.defining_op(vid)
-            if alloc is None or alloc.canonical_name != "ttg.local_alloc" or not alloc.operands:
-                continue
-            if user_line(module, alloc) != line:
-                continue
-            stored, shared = values[alloc.operands[0]].type, values[vid].type
-            return _operand(module, str(position), len(getattr(shared, "shape", ())), layout_key(stored) or "?",
-                            layout_key(shared) or "?", str(getattr(shared, "element", "")))
-    return None
+_K_WIDTH = re.compile(r"kWidth\s*=\s*(\d+)")
+_PARENT = re.compile(r"parent\s*=\s*(#[\w.]+)")
 
 
-def _operand(module, op_index: str | None, rank: int, stored: str, shared: str, element: str) -> _Operand:
-    k_dim = None if op_index is None or rank < 2 else (rank - 1 if op_index == "0" else rank - 2)
-    order = getattr(module.aliases.get(shared), "order", None)
-    return _Operand("A" if op_index == "0" else "B", k_dim, stored, shared, tuple(order) if order else None, element)
+def _operand(tiles: TileIndex, tile: LdsOp) -> _Operand | None:
+    """The dot operand a tile is: a round trip read back in a dot-operand layout, or a local_alloc a
+    wgmma reads in place (its position in the dot)."""
+    module = tiles.module
+    name = operand_index(tile.loaded)
+    layout = tile.loaded
+    if name is None and tile.kind == "round_trip" and not tile.loaded:
+        for dot in module.ops:
+            if dot.canonical_name in ("ttng.warp_group_dot", "ttng.dot_async", "tt.dot"):
+                for position, vid in enumerate(dot.operands[:2]):
+                    alloc = module.defining_op(vid)
+                    if alloc is not None and alloc.index == tile.op:
+                        name = "A" if position == 0 else "B"
+                        layout = layout_key(module.values[dot.results[0]].type) or ""
+    if name is None or tile.kind != "round_trip":
+        return None
+    rank = len(tile.shape)
+    k_dim = None if rank < 2 else (rank - 1 if name == "A" else rank - 2)
+    shared = module.aliases.get(tile.shared)
+    order = getattr(shared, "order", None)
+    if order is None and hasattr(shared, "transposed") and rank == 2:  # nvmma_shared: row-major unless transposed
+        order = (0, 1) if shared.transposed else (1, 0)
+    k_width = _K_WIDTH.search(layout)
+    parent = _PARENT.search(layout)
+    parent_name = parent.group(1) if parent else layout
+    amd = type(module.aliases.get(parent_name)).__name__ in ("AmdMfma", "AmdWmma")
+    return _Operand(name, k_dim, tile.source, tile.shared, tuple(order) if order else None, tile.element,
+                    int(k_width.group(1)) if k_width else None, parent_name, amd)
 
 
-def _cause(fn, feeds, facts, module, group: _Group, in_loop: bool | None = None) -> tuple[str, str]:
-    """Why the accesses are narrow, and the fix that goes with it."""
+def _natural_width(operand: _Operand | None, program_isa: str) -> int:
+    """The access width below which a tile's LDS access is narrow.
+
+    8 bytes: an fp16/bf16 MFMA operand (4 K elements) and Triton's swizzle vector for it. A dot
+    operand on AMD is read in K groups of kWidth elements of its own type: an fp8 tile that an fp16
+    MFMA consumes after an upcast (float8e4nv on gfx942, kWidth 4) has 4-byte K groups, so one
+    ds_read2_b32 reads two whole groups; a 32-bit (f32, tf32) operand's group is one 4-byte element."""
+    if operand is None:
+        return OPERAND_BYTES
+    element = _element_bytes(operand.element)
+    if operand.amd and operand.k_width:
+        return min(OPERAND_BYTES, operand.k_width * element)
+    return DWORD if element >= DWORD else OPERAND_BYTES
+
+
+def _cause(fn, feeds, tiles: TileIndex, operand: _Operand | None, group: _Group) -> tuple[str, str]:
+    """Why the accesses are narrow, and the fix that goes with what the tile is (loaded from memory,
+    computed in registers, a dot's result or loop-carried state, a broadcast) and with its layouts."""
+    tile, module = group.tile, tiles.module
     loads = [i for i in fn.instructions if i.kind == isa.GLOBAL_LOAD and i.memory and i.memory.width_bytes
-             and i.source is not None and i.source.line == group.python_line]
-    if group.direction == "write" and loads and max(i.memory.width_bytes for i in loads) <= group.width:
+             and instruction_site(i.source, tiles.library)[0] == group.site]
+    origin = _origin(module, tile)
+    if group.direction == "write" and origin.kind == "memory" and loads \
+            and max(i.memory.width_bytes for i in loads) <= group.width:
         widest = max(loads, key=lambda i: i.memory.width_bytes)
         return (f"the tile arrives from {widest.memory.width_bytes}-byte global loads ({widest.opcode}) of the "
                 f"same line and is written as loaded (see IRS101)",
                 "make the global loads wide first (IRS101: 16-divisible strides, unit strides as constexpr, "
                 "tl.multiple_of / tl.max_contiguous); the tile is then written to LDS 8-16 bytes at a time")
-    fed = sorted({(m.opcode, name, m.args[1] if name == "A" else m.args[2])
-                  for i in group.instructions for m, name in feeds.get(i.index, ()) if len(m.args) > 2})
-    fed_operands = {name for _, name, _ in fed}
-    operand = _dot_operand(facts, module, group.python_line, group.direction, in_loop,
-                           fed_operands.pop() if len(fed_operands) == 1 else None)
     if operand is not None:
-        feeding = ""
-        if fed:
-            from irscope.parsers.amdgcn_opcodes import operand as typed
-
-            opcode, _, token = fed[0]
-            feeding = f"; they feed {opcode}, whose operand is {typed(token).count * 4} B per lane"
-        order, k_dim = operand.order, operand.k_dim
-        if order and k_dim is not None and order[0] != k_dim and group.direction == "read":
-            return (f"LDS keeps the dot's {operand.name} tile contiguous along dim {order[0]} ({operand.shared}, "
-                    f"order {list(order)}) and the matrix instruction reads it along K (dim {k_dim}){feeding}",
-                    "keep the operand K-contiguous in memory (A row-major, B as an N x K tensor used through "
-                    "tl.trans), so the tile reaches LDS in the order the matrix instruction reads it; newer "
-                    "Triton versions transpose on the LDS write instead (3.6 on gfx942), and gfx950 has "
-                    "transposing LDS reads (ds_read_b64_tr_b16)")
-        per_thread = group.width // _element_bytes(operand.element)
-        if order and k_dim is not None and order[0] == k_dim and group.direction == "write":
-            return (f"the dot's {operand.name} tile is transposed on its way into LDS ({operand.stored} -> "
-                    f"{operand.shared}, K-contiguous, order {list(order)}): each thread packs the {per_thread} "
-                    f"K elements it holds",
-                    "keep the operand K-contiguous in memory (B as an N x K tensor used through tl.trans), so "
-                    "no transpose is needed; or give each thread more K rows of the tile (a larger BLOCK_K, or "
-                    "fewer warps): with 4 K rows a thread writes 8 bytes (ds_write_b64)")
-        return (f"the dot's {operand.name} tile goes through LDS ({operand.stored} -> {operand.shared}) "
-                f"{per_thread} elements at a time{feeding}",
-                "give each thread more contiguous elements of the tile along the dimension the LDS layout keeps "
-                "contiguous (for a tile computed in registers, such as a dequantized operand, produce it along "
-                "that dimension), so it moves 8-16 bytes at a time")
-    conv = next((c for c in facts.conversions
-                 if c.lowering == "shared_memory" and c.python_line == group.python_line), None)
+        return _operand_cause(feeds, module, operand, origin, group)
+    conv = tile.conversion
     if conv is not None:
         text = f"a convert_layout through LDS ({conv.source} -> {conv.target}, .ttgir line {conv.line})"
+        if origin.kind == "broadcast":
+            return (f"{text} converts a {_shape(tile.shape)} tile that was loaded through pointers broadcast "
+                    f"from {_shape(origin.detail)} (each value loaded and moved {_repeat(tile.shape, origin.detail)} "
+                    f"times)",
+                    f"load the {_shape(origin.detail)} values once, as a vector (tl.load of the row or column "
+                    f"offsets alone), and broadcast them after the load ([:, None] / [None, :]): the convert then "
+                    f"moves the vector, not a {_shape(tile.shape)} tile")
+        dot = tiles.dot_converts.get(conv.op)
+        if dot is not None:
+            site, _, python = op_site(module.ops[dot], set(tiles.library))
+            where = _where(site, *python) if python else "a dot"
+            return (f"{text} prepares an operand of the dot at {where} ({_shape(tile.shape)} {tile.element})",
+                    f"the convert brings a tile to the layout the dot at {where} consumes (e.g. the tl.trans "
+                    f"of a tile used as both operands); both layouts are the compiler's choice and no load or "
+                    f"store hint changes them: the round trip is the cost of this dot's operand, unless the "
+                    f"operand can be loaded in the orientation the dot reads")
         source = module.aliases.get(conv.source)
         if type(source).__name__ in ("AmdMfma", "AmdWmma", "NvidiaMma"):
             return (f"{text} takes the dot accumulator to the layout of the op at this line, once per tile",
@@ -354,7 +380,219 @@ def _cause(fn, feeds, facts, module, group: _Group, in_loop: bool | None = None)
     return ("the tile goes through LDS", "keep the tile contiguous along the dimension its consumer reads")
 
 
-def _element_bytes(element: str) -> int:
-    """bf16 -> 2, f8E4M3FN -> 1 (the width is the first number: fp8 names carry more digits), i1 -> 1."""
-    match = re.match(r"[a-zA-Z]*(\d+)", element)
-    return max(1, int(match.group(1)) // 8) if match else 2
+def _operand_cause(feeds, module, operand: _Operand, origin, group: _Group) -> tuple[str, str]:
+    tile = group.tile
+    fed = sorted({(m.opcode, name, m.args[1] if name == "A" else m.args[2])
+                  for i in group.instructions for m, name in feeds.get(i.index, ()) if len(m.args) > 2})
+    feeding = ""
+    if fed:
+        from irscope.parsers.amdgcn_opcodes import operand as typed
+
+        opcode, _, token = fed[0]
+        feeding = f"; they feed {opcode}, whose operand is {typed(token).count * 4} B per lane"
+    staged = ""
+    if tile.via_dot is not None and tile.python is not None:
+        staged = f" (the instructions carry the dot's line; the tile is staged at " \
+                 f"{tile.python[0].rsplit('/', 1)[-1]}:{tile.python[1]})"
+    what = f"the dot's {operand.name} tile{staged}"
+    order, k_dim = operand.order, operand.k_dim
+    held = _held(module, tile)
+    per_thread = max(1, group.width // _element_bytes(operand.element))
+    state = origin.kind in ("state", "dot")
+    stored_alias = module.aliases.get(operand.stored)
+    if type(stored_alias).__name__ in ("AmdMfma", "AmdWmma", "NvidiaMma") and operand.stored != operand.parent:
+        kind = "reads" if group.direction == "read" else "writes"
+        cause = (f"{what} goes through LDS ({operand.stored} -> {operand.shared} -> {operand.parent}), {kind} of "
+                 f"{per_thread} element(s) at a time{feeding}")
+        mine, theirs = _warps(stored_alias), _warps(module.aliases.get(operand.parent))
+        return (cause + f": it is the result of one dot ({operand.stored}, warps {mine}) feeding another "
+                        f"({operand.parent}, warps {theirs})",
+                "Triton picks each dot's matrix layout from that dot's shape and num_warps; the two dots split "
+                f"the warps differently ({mine} vs {theirs}), so the tile is rearranged through LDS. No load or "
+                "store hint changes this: only dots whose layouts match (the same warps split, e.g. the same "
+                "num_warps for shapes Triton splits alike) avoid it, and the chunk shapes are often the "
+                "algorithm's own")
+    if order and k_dim is not None and order[0] != k_dim and group.direction == "read":
+        cause = (f"LDS keeps {what} contiguous along dim {order[0]} ({operand.shared}, order {list(order)}) and "
+                 f"the matrix instruction reads it along K (dim {k_dim}){feeding}")
+        if origin.kind == "computed" and "loaded data" in origin.text:
+            return cause, (f"the tile is {origin.text}: it keeps the layout of the load it came from, contiguous "
+                           f"along dim {order[0]}. Load the source data K-contiguous (e.g. the packed weight stored "
+                           f"as N x K and used through tl.trans), so the tile reaches LDS in the order the matrix "
+                           f"instruction reads it")
+        if origin.kind == "memory":
+            fix = ("keep the operand K-contiguous in memory (A row-major, B as an N x K tensor used through "
+                   "tl.trans), so the tile reaches LDS in the order the matrix instruction reads it")
+            if operand.amd and _element_bytes(operand.element) == 2:
+                fix += " (gfx950 also has transposing LDS reads for 16-bit operands, ds_read_b64_tr_b16)"
+            return cause, fix
+        return cause, (f"the tile is {origin.text}, and its producer's layout ({operand.stored}) runs along dim "
+                       f"{order[0]}: nothing in memory to reorder; produce it along K (dim {k_dim}) if the "
+                       f"algorithm allows, so that it reaches LDS in the order the matrix instruction reads it")
+    major = max(held, key=lambda d: (held[d], d == k_dim)) if held else None
+    transposed = order and k_dim is not None and order[0] == k_dim and major is not None and major != k_dim
+    if group.direction == "write" and transposed:
+        k_held = held[k_dim]
+        cause = (f"{what} is transposed on its way into LDS ({operand.stored} -> {operand.shared}, K-contiguous, "
+                 f"order {list(order)}): a thread holds {held[major]} elements along dim {major} and {k_held} along "
+                 f"K (dim {k_dim}), so it writes {per_thread} K element(s) at a time")
+        if state:
+            return cause, (f"the tile is {origin.text}: register state, not a tensor in memory, so no stride, "
+                           f"tl.trans of an input or block size changes it. Its layout ({operand.stored}) is the "
+                           f"matrix instruction's output layout, which gives a lane {k_held} element(s) along the next "
+                           f"dot's K; nothing in the kernel widens these writes short of computing the state in the "
+                           f"other orientation (its transpose, used through tl.trans) so that a lane's run lies "
+                           f"along K")
+        if origin.kind == "computed":
+            return cause, (f"the tile is {origin.text}; it is laid out along dim {major} in registers "
+                           f"({operand.stored}) and the dot reads it along K: nothing in memory to reorder. The "
+                           f"width follows the producer's layout; compute it along K if the algorithm allows "
+                           f"(e.g. its transpose, used through tl.trans)")
+        layout = "A as a row-major M x K tensor" if operand.name == "A" else \
+            "B as an N x K tensor used through tl.trans"
+        fix = f"keep the operand K-contiguous in memory ({layout}), so no transpose is needed; where the tensor's " \
+              f"layout is not the kernel's to choose (a layer's input), the transpose is the cost of reading it so"
+        if operand.amd and k_held * _element_bytes(operand.element) < OPERAND_BYTES:
+            fix += ("; or give each thread more K rows of the tile (a larger BLOCK_K, or fewer warps): with 8 bytes "
+                    "of K a thread writes ds_write_b64")
+        else:
+            fix += " (the matrix instruction then reads the tile as it was loaded)"
+        return cause, fix
+    cause = (f"{what} goes through LDS ({operand.stored} -> {operand.shared}) {per_thread} element(s) at a "
+             f"time{feeding}")
+    if type(stored_alias).__name__ in ("AmdMfma", "AmdWmma", "NvidiaMma"):
+        return cause, (f"the tile is {origin.text} in the matrix instruction's output layout ({operand.stored}), "
+                       f"staged to become the next dot's {operand.name} operand: the width follows that layout, "
+                       f"which no load or store hint changes; the round trip is the cost of chaining the two dots")
+    return cause, ("give each thread more contiguous elements of the tile along the dimension the LDS layout keeps "
+                   "contiguous (for a tile computed in registers, such as a dequantized operand, produce it along "
+                   "that dimension), so it moves 8-16 bytes at a time")
+
+
+@dataclass(frozen=True)
+class _Origin:
+    kind: str  # "memory", "broadcast", "state" (loop-carried), "dot" (a dot's result), "computed"
+    text: str  # what the tile is, in words
+    detail: tuple = ()  # for "broadcast": the shape broadcast from
+
+
+_LOADS = ("tt.load", "amdg.buffer_load", "tt.descriptor_load")
+_DOT_OPS = ("tt.dot", "ttng.warp_group_dot", "tt.dot_scaled")
+# Ops that carry values over unchanged in what they are (a layout, a width, a type).
+_COPIES = ("ttg.convert_layout", "amdg.in_thread_transpose", "arith.trunc", "arith.ext", "tt.fp_to_fp", "tt.bitcast",
+           "tt.trans", "tt.reshape", "ttg.local_load")
+_WALK = ("arith.", "math.", *_COPIES)
+
+
+def _origin(module, tile: LdsOp) -> _Origin:
+    """What the tile is, followed back from the value written to LDS (a read: what its writers stored)
+    through copies (converts, casts, loop plumbing): loaded from memory, a broadcast load, a dot's
+    result, loop-carried state (an iter_arg), or computed in registers (and from what)."""
+    from irscope.opgraph import value_flow
+
+    if tile.trip is None and not tile.source:  # read from a buffer an async copy filled
+        return _Origin("memory", "loaded from memory")
+    writers = tile.trip.writers if tile.trip is not None else (tile.op,)
+    stored = [module.ops[i].operands[0] for i in writers if module.ops[i].operands]
+    flow = value_flow(module)
+    frontier = [(vid, True) for vid in stored]  # (value, reached through copies only)
+    seen, found = set(), set()
+    while frontier:
+        vid, pure = frontier.pop()
+        if (vid, pure) in seen or len(seen) > 96:
+            continue
+        seen.add((vid, pure))
+        copies = flow.sources(vid)
+        if copies:  # an iter_arg, or a loop's or if's result: what flows into it
+            if pure and module.values[vid].kind == "argument":
+                found.add(("state", True))
+            frontier.extend((c, pure) for c in copies)
+            continue
+        definer = flow.defining(vid)
+        if definer is None:
+            continue
+        name = definer.canonical_name
+        if name in _LOADS:
+            shape = _broadcast_from(module, definer)
+            if shape and pure:
+                return _Origin("broadcast", "a broadcast load", shape)
+            found.add(("memory", pure))
+        elif name in _DOT_OPS:
+            found.add(("dot", pure))
+        elif name.startswith(_WALK) or name in _WALK:
+            copy = name.startswith(_COPIES) or name in _COPIES
+            found.add(("computed", pure and not copy))
+            frontier.extend((v, pure and copy) for v in definer.operands if hasattr(module.values[v].type, "shape"))
+        else:
+            found.add(("computed", pure))
+    pure = {kind for kind, p in found if p}
+    if "state" in pure:
+        return _Origin("state", "loop-carried state (an iter_arg: e.g. a dot's accumulator, staged as the next "
+                                "dot's operand)")
+    if "dot" in pure:
+        return _Origin("dot", "the result of a dot, staged as the next dot's operand")
+    if pure <= {"memory"} and "memory" in pure:
+        return _Origin("memory", "loaded from memory")
+    inputs = {kind for kind, _ in found}
+    if "dot" in inputs:
+        return _Origin("computed", "computed in registers from a dot's result")
+    if "memory" in inputs:
+        return _Origin("computed", "computed in registers from loaded data (e.g. a dequantized operand)")
+    return _Origin("computed", "computed in registers")
+
+
+def _broadcast_from(module, load) -> tuple:
+    """The shape a load's addresses vary over, where they stay the same along a dimension of the tile
+    (stride 0: a 128x1 row scale loaded as 128x128); () when they vary along every dimension."""
+    from irscope.pointer_strides import PointerStrides, address_strides
+
+    strides = address_strides(PointerStrides(module), load)
+    shape = tuple(getattr(module.values[load.results[0]].type, "shape", ())) if load.results else ()
+    if not strides or len(strides) != len(shape):
+        return ()
+    if not any(s == 0 and d != 1 for s, d in zip(strides, shape)):
+        return ()
+    return tuple(1 if s == 0 else d for s, d in zip(strides, shape))
+
+
+def _held(module, tile: LdsOp) -> dict[int, int] | None:
+    """Elements a thread holds along each dimension of the written register layout (from its register
+    bases: each one that steps along a single dimension doubles that dimension's count)."""
+    from irscope.layout_to_linear import layout_to_linear
+
+    layout = module.aliases.get(tile.source)
+    if layout is None:
+        return None
+    try:
+        linear = layout_to_linear(layout, tuple(tile.shape))
+    except (ValueError, NotImplementedError, TypeError):
+        return None
+    if linear is None or "register" not in linear.in_names:
+        return None
+    held = dict.fromkeys(range(len(tile.shape)), 1)
+    for basis in linear.basis("register"):
+        dims = [d for d, step in enumerate(basis) if step]
+        if len(dims) == 1:
+            held[dims[0]] *= 2
+    return held
+
+
+def _warps(layout) -> list:
+    return list(getattr(layout, "warps_per_cta", None) or getattr(layout, "warpsPerCTA", None) or [])
+
+
+def _shape(shape: tuple) -> str:
+    return "x".join(str(d) for d in shape)
+
+
+def _repeat(shape: tuple, source: tuple) -> int:
+    full = 1
+    for d in shape:
+        full *= d if isinstance(d, int) else 1
+    part = 1
+    for d in source:
+        part *= d if isinstance(d, int) else 1
+    return full // max(part, 1)
+
+
+_element_bytes = element_bytes

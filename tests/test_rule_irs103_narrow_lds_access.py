@@ -132,16 +132,17 @@ def test_nvidia_unaligned_gemm(found, version):
 
 
 def test_transposing_b32_writes_are_info_and_counted_per_k_step(found):
-    """Triton 3.9's split-K GEMM transposes B into LDS 2 K elements (4 bytes) at a time, in a K
-    loop LLVM unrolled twice."""
+    """Triton 3.9's split-K GEMM transposes B into LDS 2 K elements (4 bytes) at a time. The count is
+    per machine iteration: IRS202's unroll estimate counts warps that repeat a small tile as unrolled
+    iterations (issue 21 defect 3), so IRS103 names no unroll factor."""
     ((_, findings),) = pick(found, "splitk_gemm", "gfx942", "3.9")
     (f,) = [f for f in findings if f.python_line == 28]
     text = [t for t in scan_text(f.path, NARROW) if t[0] in f.lines]
     assert {op for _, op, _, _ in text} == {"ds_write_b32"} and len(text) == len(f.lines)
     assert f.severity == "info" and f.number("width_bytes") == 4
-    assert f.number("per_iteration") == sum(1 for t in text if t[3]) == 16 and f.number("unroll") == 2
-    assert "16 per iteration of the loop at splitk_gemm.py:26 (unrolled 2x: 8 per K step)" in f.message
-    assert "each thread packs the 2 K elements it holds" in f.message
+    assert f.number("per_iteration") == sum(1 for t in text if t[3]) == 16 and f.number("unroll") is None
+    assert "16 per iteration of the loop at splitk_gemm.py:26;" in f.message and "unrolled" not in f.message
+    assert "so it writes 2 K element(s) at a time" in f.message
     # the epilogue's accumulator conversion (line 35) runs once, outside the loop: info
     epilogue = [g for g in findings if g.python_line == 35]
     assert epilogue and all(g.severity == "info" and g.number("in_loop") == 0 for g in epilogue)
@@ -170,3 +171,147 @@ def test_tile_copy_conversion_is_info_outside_loops(found, version):
     assert all(f.number("in_loop") == 0 and "convert_layout through LDS" in f.message for f in findings)
     ((_, hinted),) = pick(found, "tile_copy_hint", "gfx942", version)
     assert hinted == []
+
+
+# -- the real-world corpus (fixtures/real_world): issue 21 defects 7 and 10, and IRS103's misses --------
+
+
+@pytest.fixture(scope="module")
+def corpus_findings(tmp_path_factory):
+    """IRS103's findings on the public-kernel corpus, keyed as the ledger keys them, and the unpacked root."""
+    import sys
+
+    from conftest import REPO
+
+    from irscope.launches import read_launches
+    from irscope.pipeline import scan
+    from irscope.rule_engine import RuleSelection
+
+    sys.path.insert(0, str(REPO / "fixtures" / "real_world"))
+    import corpus
+
+    runs = corpus.extract(tmp_path_factory.mktemp("rw-irs103"))
+    reports = {key: scan(run / "cache", launches=read_launches(run / "launches.jsonl"), index=None,
+                         rules=RuleSelection.only(NarrowLdsAccess)) for key, run in runs.items()}
+    return {s.key: s for s in corpus.findings(reports)}
+
+
+def _at(findings, prefix: str):
+    return [s for key, s in findings.items() if key.startswith(prefix)]
+
+
+def test_an_inlined_helpers_lds_traffic_is_named_by_its_own_line(corpus_findings):
+    """sage's `_attn_fwd_inner` (inlined at line 76) converts P (line 31) through LDS; the call-site line
+    also stages the int8 K tile. The instructions carry `attn...:31 @[ attn...:76 ]`: they are P's."""
+    (write,) = _at(corpus_findings, "gfx942/sageattention_int8/941703a39d06/IRS103/amdgcn:1047")
+    assert "from attn_qk_int8_per_block_h96.py:31 (inlined at attn_qk_int8_per_block_h96.py:76)" in write.message
+    assert "the dot's A tile goes through LDS (#mma -> #shared3 -> #mma1)" in write.message
+    assert "#blocked1" not in write.message  # the K tile it was named as before
+    assert "warps [8, 1]" in write.message and "[4, 2]" in write.fix
+    # alpha, a 128x1 column converted #mma -> #mma1 in the same helper, is no tile
+    assert not _at(corpus_findings, "gfx942/sageattention_int8/941703a39d06/IRS103/amdgcn:1023")
+
+
+def test_a_lock_loops_broadcast_is_not_the_dots_tile(corpus_findings):
+    """cut-cross-entropy's tl_lock_add spin loop (tl_utils.py:42 @ cce_backward.py:54 @ 189) broadcasts
+    its atomic's result through LDS; matched by the call-site line alone it was 'the dot's B tile'."""
+    for key in ("gfx942/cut_cross_entropy_loss/22264f52bd8d/IRS103/amdgcn:3849",
+                "gfx942/cut_cross_entropy_loss/87c5168b1d42/IRS103/amdgcn:4127"):
+        assert not _at(corpus_findings, key)
+
+
+def test_small_vectors_are_not_reported_beside_a_tile_of_the_same_line(corpus_findings):
+    """gemlite's 1x256 scales and zeros (utils.py:103:13, 2 writes a loop iteration) share a line with the
+    dequantized B tile (utils.py:103:20); fla's 64-element beta (wy_fast.py:88) with a 64x64 tile."""
+    gemlite = _at(corpus_findings, "gfx942/gemlite_lowbit_gemm/2226a92cd76a/IRS103/")
+    assert not [s for s in gemlite if "ds_write_b16" in s.message]
+    (reads,) = gemlite
+    assert "128 per iteration" in reads.message and "dot's B tile" in reads.message
+    assert not _at(corpus_findings, "sm_90/fla_linear_attention/3868a0310355/IRS103/ptx:268")
+
+
+@pytest.mark.parametrize("key, opcode", [
+    ("gfx942/torchao_int8_matmul/655152b56592/IRS103/amdgcn:419", "ds_read_u8"),
+    ("gfx942/torchao_int8_matmul/97847b6a764a/IRS103/amdgcn:352", "ds_read_u8"),
+    ("sm_90/torchao_int8_matmul/431a563ea70e/IRS103/ptx:830", "st.shared.b8"),
+    ("sm_90/torchao_int8_matmul/77a6217a5616/IRS103/ptx:344", "st.shared.b8"),
+])
+def test_int8_operand_traffic_on_the_dots_line_belongs_to_the_tile_feeding_the_dot(corpus_findings, key, opcode):
+    """torchao's int8 B tile is read (gfx942) or transposed (sm_90) a byte at a time; LLVM gives those
+    instructions the tl.dot line, not the load line of the TTGIR local_alloc/local_load."""
+    (f,) = _at(corpus_findings, key)
+    assert f.severity == "warning" and f"of 1 B per lane ({opcode})" in f.message
+    assert "the dot's B tile (the instructions carry the dot's line; the tile is staged at" in f.message
+
+
+def test_fix_texts_follow_what_the_tile_is(corpus_findings):
+    """Register state is no tensor in memory (fla's b_h1); a row scale loaded as a 2-D broadcast is no
+    lost contiguity fact (torchao); two dots' warp layouts are no 'produce it along a dimension' (fla)."""
+    (state,) = _at(corpus_findings, "gfx942/fla_linear_attention/38dcfd3d65f0/IRS103/amdgcn:710")
+    assert "register state, not a tensor in memory" in state.fix and "N x K tensor" not in state.fix
+    (scale,) = _at(corpus_findings, "gfx942/torchao_int8_matmul/97847b6a764a/IRS103/amdgcn:736")
+    assert "broadcast from 128x1" in scale.message and "contiguity" not in scale.fix
+    assert "as a vector" in scale.fix
+    (chained,) = _at(corpus_findings, "gfx942/fla_linear_attention/57efa48b8813/IRS103/amdgcn:1386")
+    assert "warps [8, 1]" in chained.message and "produce it along" not in chained.fix
+
+
+def test_no_message_names_an_unroll_factor_or_zero_elements(corpus_findings):
+    """Issue 21 defect 3 (the unroll estimate) and defect 7 ('0 elements at a time')."""
+    assert corpus_findings
+    for s in corpus_findings.values():
+        assert "unrolled" not in s.message and " 0 element" not in s.message, s.key
+
+
+# -- defect 7: an fp8 GEMM for gfx942, compiled here by Triton 3.9 -----------------------------------
+
+
+def _fp8_gemm(tmp_path, monkeypatch, b_k_contiguous: bool, block_k: int, nonk: int):
+    """fixtures/kernels/gemm.py with float8e4nv operands: gfx942 has no OCP-fp8 MFMA, so Triton upcasts
+    to f16 and feeds v_mfma_f32_*_f16, whose K group (kWidth 4) is 4 bytes of fp8 in LDS."""
+    triton = pytest.importorskip("triton", minversion="3.9")
+    import sys
+
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from irscope.pipeline import scan
+    from irscope.rule_engine import RuleSelection
+
+    sys.path.insert(0, str(FIXTURES / "kernels"))
+    from gemm import matmul_kernel
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(triton.knobs.cache, "dir", str(tmp_path))
+    sig = {"a_ptr": "*fp8e4nv", "b_ptr": "*fp8e4nv", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+           "stride_am": "i32", "stride_ak": "constexpr", "stride_bk": "constexpr" if b_k_contiguous else "i32",
+           "stride_bn": "i32" if b_k_contiguous else "constexpr", "stride_cm": "i32", "stride_cn": "constexpr",
+           "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr", "GROUP_M": "constexpr"}
+    constexprs = {"stride_ak": 1, "stride_cn": 1, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": block_k, "GROUP_M": 8,
+                  "stride_bk" if b_k_contiguous else "stride_bn": 1}
+    names = list(sig)
+    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in names if sig[n] != "constexpr" and n != "M"}
+    kernel = triton.compile(ASTSource(matmul_kernel, sig, constexprs, attrs), target=GPUTarget("hip", "gfx942", 64),
+                            options={"num_warps": 4, "num_stages": 2, "matrix_instr_nonkdim": nonk})
+    report = scan(tmp_path, index=None, rules=RuleSelection.only(NarrowLdsAccess))
+    (kernel_report,) = report.kernels
+    return kernel.asm["amdgcn"], list(kernel_report.findings)
+
+
+def test_fp8_reads_of_a_whole_k_group_are_not_narrow(tmp_path, monkeypatch):
+    """Both operands K-contiguous: A and B are written 4 bytes a lane (ds_write2st64_b32, the swizzle
+    vector of 4 fp8) and read back with ds_read2_b32, each access the 4 K elements one f16 MFMA lane
+    consumes. Nothing to report, and no K-contiguous store called a transpose."""
+    asm, findings = _fp8_gemm(tmp_path, monkeypatch, b_k_contiguous=True, block_k=64, nonk=32)
+    assert "ds_read2_b32" in asm and "v_mfma_f32_32x32x8_f16" in asm and "ds_write2st64_b32" in asm
+    assert findings == []
+
+
+def test_fp8_b_read_a_byte_at_a_time_is_reported(tmp_path, monkeypatch):
+    """B N-contiguous (BLOCK_K 32, 16x16 MFMA): the K group is gathered with ds_read_u8, a warning; A's
+    ds_read2_b32 K groups are not."""
+    asm, findings = _fp8_gemm(tmp_path, monkeypatch, b_k_contiguous=False, block_k=32, nonk=16)
+    assert "ds_read_u8" in asm and "ds_read2_b32" in asm
+    (f,) = findings
+    assert f.severity == "warning" and "of 1 B per lane (ds_read_u8)" in f.message
+    assert "LDS keeps the dot's B tile contiguous along dim 1" in f.message and " 0 element" not in f.message
