@@ -157,6 +157,11 @@ class _Reader:
         scopes: list[_Scope] = []
         depth = 0
         source: SourceLine | None = None
+        # An inline asm block is one LLVM instruction with one location, but LLVM writes a `.loc`
+        # before each of its lines, the line number counting up (int8_mm.py:110, 111, 112 for a
+        # 3-line `ld.global`): only the block's first `.loc` is a source line. 2: in a block,
+        # no .loc seen yet; 1: in a block, seen; 0: outside.
+        asm = 0
         unparsed = self.unparsed
         classify = _ptx_class
         split_args = _split_args
@@ -169,11 +174,17 @@ class _Reader:
                 c = s[0]
                 if c == ".":
                     if s.startswith(".loc"):
-                        source = self._loc(s)
+                        if asm != 1:
+                            source = self._loc(s)
+                        asm = asm and 1  # inside inline asm, the first .loc is the block's own
                     elif not s.startswith((".reg", ".local", ".shared", ".param", ".pragma", ".const", ".global")):
                         unparsed.append(Unparsed(lineno, raw, "unknown directive in a function body", True))
                     continue
                 if c == "/":
+                    if s.startswith("// begin inline asm"):
+                        asm = 2
+                    elif s.startswith("// end inline asm"):
+                        asm = 0
                     hint = _DEPTH.search(s) if "Depth=" in s else None
                     if hint:
                         builder.hint(len(instrs), int(hint[1]))

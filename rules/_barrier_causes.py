@@ -289,6 +289,11 @@ class _Classifier:
                 stack.extend(op.operands)
         return False
 
+    def _stage_read(self, op) -> bool:
+        """A `local_load` of a buffer allocated outside the loop: a pipeline stage."""
+        alloc = self._buffer_alloc(op.operands[0]) if op.operands else None
+        return alloc is not None and alloc.index not in self.inside and not alloc.operands
+
     def _buffer_alloc(self, vid: int):
         views = ("ttg.memdesc_index", "ttg.memdesc_subview", "ttg.memdesc_trans", "ttg.memdesc_reshape",
                  "ttg.memdesc_reinterpret", "ttg.memdesc_subslice")
@@ -329,7 +334,8 @@ class _Classifier:
                 state = state or (carried and accumulates)
                 chained = chained or not (carried and accumulates)
                 continue
-            if name in _LOADS:
+            if name in _LOADS or (name == "ttg.local_load" and self._stage_read(op)):
+                # a pipelined load arrives through a stage buffer: its local_load is the load
                 loaded = True
                 computed = computed or through_math
                 continue

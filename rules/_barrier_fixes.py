@@ -113,6 +113,9 @@ class LoopShape:
         self.buffers = 0  # bytes of LDS buffers the loop reads: stages allocated outside, tiles inside
         self.staged = 0  # of which multi-buffered stages allocated outside the loop
         self.tiles_inside = 0  # of which loaded tiles allocated inside the iteration
+        # the multi-buffered allocations: (bytes of one buffer, buffers); not every one has
+        # num_stages buffers (gemlite's packed B gets 2 at num_stages=3, its A tile 3)
+        self.stage_buffers: list[tuple[int, int]] = []
         if module is None or loop_index is None:
             return
         loop = module.ops[loop_index]
@@ -129,6 +132,7 @@ class LoopShape:
             if acc in carried and users[acc] == 1:
                 self.reduction = True
         seen = set()
+        indexed = {op.operands[0] for op in inside if op.canonical_name == "ttg.memdesc_index" and op.operands}
         for op in inside:
             for v in op.operands:
                 value = module.values[v]
@@ -140,6 +144,11 @@ class LoopShape:
                     size = _type_bytes(value.type)
                     self.buffers += size
                     self.staged += size
+                    shape = getattr(value.type, "shape", ())
+                    # a stage ring is indexed by memdesc_index: its leading dimension counts the buffers
+                    ring = v in indexed and len(shape) > 2 and shape[0]
+                    count = shape[0] if ring else 1
+                    self.stage_buffers.append((size // count, count))
             if op.canonical_name == "ttg.local_alloc" and op.operands:
                 size = _type_bytes(module.values[op.operands[0]].type)
                 self.buffers += size
@@ -158,8 +167,12 @@ def fix_text(ctx, module, loop_index, causes: list[Cause], count: int, unpipelin
     shape = LoopShape(module, loop_index)
     out = []
     if unpipelined and stages == 1:
-        # what this config holds at its peak, plus a second buffer for each tile loaded in the loop
+        # what this config holds at its peak, plus a second buffer for each tile loaded in the loop;
+        # on NVIDIA the pipeliner also gives an async-copy buffer to each load that feeds the dot
+        # through register math (gemlite's packed int32 B: 128 KB at 128x256, dequantized after)
         need = shared + sum(_bytes(module, c.ops) for c in causes if c.kind == TILE)
+        if nv is not None:
+            need += _computed_operand_loads(module, loop_index)
         if most and need > most:
             out.append(f"num_stages=1 leaves the loop unpipelined, but num_stages=2 would need at least {need:,} B of "
                        f"LDS for these tiles (one more buffer for each loaded tile), over the {most:,} B a workgroup "
@@ -201,11 +214,15 @@ def _clause(module, causes, main, count, shape, unpipelined, stages, shared, mos
         share = f"{n_main} of the {count} barriers"
         if main == CONVERT:
             rounds = max(c.rounds for c in causes if c.kind == CONVERT)
+            # rounds are not predictable from this build: the layouts are picked per shape (fla's kkt_solve,
+            # 16x32 -> 16x64: two rounds at num_warps=2, still one at num_warps=4)
             if shape.reduction and rounds <= 1:
                 out.append(f"{share} are layout conversions done in one round each (the largest: the convert_layout "
                            f"{where}): in this reduction loop they are a fixed cost per step, like staging, so "
                            + _larger_tile(shape, shared, stages, most).replace("this is a reduction loop: ", "")
-                           + " while each conversion stays in one round; matching the layouts removes them outright")
+                           + " only while each conversion stays in one round, and Triton picks new layouts for "
+                           "the longer tile that may convert it in two rounds, twice the barriers: compare that "
+                           "build's count; matching the layouts removes them outright")
             else:
                 out.append(f"{share} are layout conversions (the largest: the convert_layout {where}"
                            + (f", in {rounds} rounds" if rounds > 1 else "") + "): they come with the conversion, "
@@ -254,14 +271,49 @@ def _larger_tile(shape: LoopShape, shared: int, stages: int | None, most: int | 
         return (f"this is a reduction loop: a tile twice as long along it (BLOCK_K) halves them per element and needs "
                 f"about {need:,} B of the {most:,} B of LDS")
     if stages and stages > 2 and shape.staged:
-        per_stage = shape.staged // stages
         for fewer in range(stages - 1, 1, -1):
-            trimmed = need - 2 * per_stage * (stages - fewer)
+            # each ring loses as many buffers as stages go, down to one; each buffer is twice as large
+            trimmed = need - sum(2 * one * (count - max(count - (stages - fewer), 1))
+                                 for one, count in shape.stage_buffers)
             if trimmed <= most:
                 return (f"this is a reduction loop: a tile twice as long along it (BLOCK_K) with num_stages={fewer} "
                         f"halves them per element and needs about {trimmed:,} B of the {most:,} B of LDS")
     return (f"a tile twice as long along the loop would need about {need:,} B of LDS, over the {most:,} B, even with "
             "fewer stages: no tile or stage change of this config removes them")
+
+
+def _computed_operand_loads(module, loop_index) -> int:
+    """Bytes of the tile loads in the loop that reach an LDS operand (`ttg.local_alloc`) through
+    register math, not as they are (those are `tile` causes, counted apart)."""
+    from irscope.opgraph import value_flow
+
+    if module is None or loop_index is None:
+        return 0
+    flow = value_flow(module)
+    inside = {op.index for op in loop_ops(module, loop_index)}
+    found: dict[int, int] = {}
+    for alloc in loop_ops(module, loop_index):
+        if alloc.canonical_name != "ttg.local_alloc" or not alloc.operands:
+            continue
+        seen: set[int] = set()
+        stack = [(alloc.operands[0], False)]
+        while stack:
+            vid, math = stack.pop()
+            op = flow.defining(vid)
+            if vid in seen or op is None or op.index not in inside:
+                continue
+            seen.add(vid)
+            if op.canonical_name in ("tt.load", "amdg.buffer_load"):
+                ty = module.values[vid].type
+                if math and all(d and d > 1 for d in getattr(ty, "shape", (1,))):
+                    found[op.index] = _type_bytes(ty)
+                continue
+            step = math or op.canonical_name not in _MOVE_OPS
+            stack.extend((v, step) for v in op.operands)
+    return sum(found.values())
+
+
+_MOVE_OPS = ("ttg.convert_layout", "tt.trans", "tt.reshape", "tt.broadcast", "tt.expand_dims", "ttg.local_load")
 
 
 def _chain_layouts(module, cause: Cause) -> tuple[str, str] | None:

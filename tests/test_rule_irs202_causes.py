@@ -165,3 +165,76 @@ def test_block_ping_pong_is_an_intended_schedule(tmp_path, monkeypatch):
     prio = [t.strip() for t in text if t.strip().startswith("s_setprio")]
     assert len(prio) >= 4 and prio[:2] == ["s_setprio 1", "s_setprio 0"]
     assert [f for f in kr.findings if f.code == "IRS202"] == []
+
+
+def _ttgir(kr) -> str:
+    return (Path(kr.kernel.directory) / f"{kr.kernel.name}.ttgir").read_text()
+
+
+def test_inline_asm_loc_lines_do_not_move_the_source_line(runs):
+    """torchao's int8 mm (sm_90, 033972204be0): LLVM writes a `.loc` before each line of the
+    `ld.global` inline asm, counting up (int8_mm.py:110, 111); the B tile's st.shared.b8 after it
+    belong to the load at line 110 (its ttg.local_alloc), and the barriers around them are that
+    tile's, not 'LDS traffic not told apart'."""
+    kr, (f,) = findings(kernel_dir(runs, "sm_90", "torchao_int8_matmul", "033972204be0"))
+    ptx = (Path(kr.kernel.directory) / f"{kr.kernel.name}.ptx").read_text()
+    blocks = [b.split("// end inline asm", 1)[0] for b in ptx.split("// begin inline asm")[1:]]
+    block = next(b for b in blocks if "ld.global.b32" in b)
+    assert ".loc\t1 110 17" in block and ".loc\t1 111 17" in block  # the counted-up .loc is there
+    program = read_assembly(kr.kernel).program("ptx")
+    stores = [i for i in program.functions[0].instructions if i.opcode.startswith("st.shared.b8")]
+    assert stores and {s.source.line for s in stores} == {110}
+    alloc = next(n for n, line in enumerate(_ttgir(kr).splitlines(), 1) if "ttg.local_alloc %b " in line)
+    assert f"2 for a loaded tile allocated in LDS inside the iteration (ttg.local_alloc at .ttgir line {alloc} " \
+           "(int8_mm.py:110))" in f.message
+    assert "not told apart" not in f.message + f.fix and "BLOCK_K" in f.fix
+
+
+def _ring_bytes(ttgir: str) -> list[tuple[int, int]]:
+    """(bytes of one buffer, buffers) of each `ttg.local_alloc : () -> memdesc<NxAxBxT>` (a stage ring)."""
+    sizes = {"f16": 2, "i32": 4, "i8": 1}
+    out = []
+    for n, a, b, t in re.findall(r"ttg.local_alloc : \(\) -> !ttg.memdesc<(\d+)x(\d+)x(\d+)x(\w+),", ttgir):
+        out.append((int(a) * int(b) * sizes[t], int(n)))
+    return out
+
+
+def test_longer_tile_estimate_counts_each_ring_s_own_buffers(runs):
+    """gemlite's 64x256x64 int GEMM (sm_90, num_stages=3): the A ring has 3 buffers, the packed B
+    ring 2; BLOCK_K x2 at num_stages=2 keeps 2 of A and 1 of B, each twice as large: it fits."""
+    kr, (f,) = findings(kernel_dir(runs, "sm_90", "gemlite_lowbit_gemm", "de3c20d52ac6"))
+    rings = _ring_bytes(_ttgir(kr))
+    assert sorted(count for _, count in rings) == [2, 3]
+    dequant = 64 * 256 * 2  # the 64x256 f16 operand allocated in the loop
+    need = sum(2 * one * (count - 1) for one, count in rings) + 2 * dequant
+    assert need == 229_376 and "with num_stages=2 halves them per element and needs about 229,376 B" in f.fix
+    assert "no tile or stage change" not in f.fix
+
+
+def test_num_stages_2_estimate_counts_the_loads_behind_a_computed_operand(runs):
+    """gemlite's 128x256x128 int GEMM at num_stages=1 (sm_90): pipelined, the packed int32 B tile
+    (128x256, 128 KB) gets an async-copy buffer as well as the A tile: over the 227 KB."""
+    kr, found = findings(kernel_dir(runs, "sm_90", "gemlite_lowbit_gemm", "93ce5da0ce8a"))
+    (f,) = [f for f in found if f.severity == "warning"]
+    ttgir = _ttgir(kr)
+    assert "tt.load %b_ptrs_65, %b_mask_38, %cst_1" in ttgir and "tensor<128x256x!tt.ptr<i32>" in ttgir
+    need = kr.kernel.options.shared.value + 128 * 128 * 2 + 128 * 256 * 4
+    assert need == 262_144 and f"num_stages=2 would need at least {need:,} B" in f.fix
+    assert "only a smaller tile with num_stages=2 fits" in f.fix
+
+
+def test_one_round_conversions_do_not_promise_a_longer_tile(runs):
+    """fla's kkt_solve (sm_90, num_warps=2, BK=32): the 16x32 converts are one round each, but the
+    BK=64 build of the same kernel (aae1294f76bf) does them in two: the fix says it may."""
+    kr, (f,) = findings(kernel_dir(runs, "sm_90", "fla_linear_attention", "8c37c13841f0"))
+    assert "only while each conversion stays in one round" in f.fix and "matching the layouts" in f.fix
+    longer, _ = findings(kernel_dir(runs, "sm_90", "fla_linear_attention", "aae1294f76bf"))
+    assert "16x64xbf16, #blocked1> -> tensor<16x64xbf16, #linear>" in _ttgir(longer)
+
+
+def test_an_operand_computed_from_a_pipelined_load_is_named(runs):
+    """gemlite's 128x128x128 int GEMM (sm_90, num_stages=2): the dequantized B is math on the
+    local_load of the packed B's stage buffer; its local_alloc is an operand computed in registers."""
+    kr, (f,) = findings(kernel_dir(runs, "sm_90", "gemlite_lowbit_gemm", "2e8967684d09"))
+    assert "1 for an operand computed in registers and written to LDS for the dot" in f.message
+    assert "not told apart" not in f.message
