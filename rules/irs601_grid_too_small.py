@@ -145,7 +145,7 @@ class GridTooSmall(Rule):
             message += (f"; the whole launch covers {total} elements ({groups} programs of "
                         f"{'x'.join(map(str, work.shape))})")
             fix = (f"nothing to tune: {total} elements are a small problem for {units} {unit}s, split any way "
-                   f"(under {SMALL_PER_UNIT} an {unit}); the launch costs its latency, not its grid; a larger "
+                   f"(under {SMALL_PER_UNIT} per {unit}); the launch costs its latency, not its grid; a larger "
                    "batch fills the device")
             if generated is not None:
                 fix += "; " + config_fix(generated, "the tile")
