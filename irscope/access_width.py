@@ -76,6 +76,12 @@ class IrAccess:
     run: tuple[int, int] = (-1, 1)
     shape: tuple[int, ...] = ()
     base_layout: str = ""  # "AmdMfma", "Blocked", ...: the layout under any slice
+    # Every lane of a warp holds the same elements (the layout's lane bases are all zero): a tensor smaller
+    # than the warp, such as a per-row scalar [2, 1] in a layout whose 32 lanes run along the size-1 dimension.
+    # Triton gives a load with fewer elements than threads its consumer's layout on purpose (it is cheap:
+    # isExpensiveLoadOrStore), so each instruction reads one address for the whole warp: one transaction,
+    # whatever its width, and no pointer fact widens it (the registers along the lanes' dimension repeat).
+    lanes_broadcast: bool = False
 
     @property
     def direction(self) -> str:
@@ -113,13 +119,13 @@ def ir_accesses(module: MlirModule, user_file: str | None = None) -> list[IrAcce
             if name in TMA or name in ATOMICS:  # no per-lane width, but the line holds it
                 out.append(IrAccess(name, op.line, python, op.loop_depth, 0, 1, 1, False, False))
             continue  # scalar accesses have no per-thread vector
-        run, per_thread, dim, first = shape
+        run, per_thread, dim, first, broadcast = shape
         base = _base_layout(ty.encoding).__class__.__name__
         matrix = base in MATRIX_LAYOUTS
         coalesced = type(ty.encoding).__name__ == "Blocked"  # a slice of one comes from its consumer, not coalescing
         address = address_strides(strides, op)
         out.append(IrAccess(name, op.line, python, op.loop_depth, size, run, per_thread, matrix, coalesced, address,
-                            dim, first, tuple(ty.shape), base))
+                            dim, first, tuple(ty.shape), base, broadcast))
     return out
 
 
@@ -163,8 +169,9 @@ def _base_layout(layout: object) -> object:
     return layout
 
 
-def _register_shape(ty: TensorType) -> tuple[int, int, int, tuple[int, int]] | None:
-    """(elements a thread holds contiguously, elements it holds, along which dimension, the run): the run of
+def _register_shape(ty: TensorType) -> tuple[int, int, int, tuple[int, int], bool] | None:
+    """(elements a thread holds contiguously, elements it holds, along which dimension, the run, whether all
+    lanes of a warp hold the same elements): the run of
     leading register bases that step 1, 2, 4, ... along the memory-contiguous dimension: the layout's
     `order[0]` (what Triton's coalescing chose), else the last one (row-major). The run is the same count
     along the first register basis's own dimension (an MFMA layout's may be along either)."""
@@ -184,7 +191,9 @@ def _register_shape(ty: TensorType) -> tuple[int, int, int, tuple[int, int]] | N
     if bases and sum(1 for c in bases[0] if c) == 1 and 1 in bases[0]:
         first_dim = list(bases[0]).index(1)
         first = (first_dim, _run_along(bases, first_dim))
-    return best, 2 ** len(distinct), dim, first
+    lanes = layout.basis("lane") if "lane" in layout.in_names else []
+    broadcast = bool(lanes) and not any(any(b) for b in lanes)
+    return best, 2 ** len(distinct), dim, first, broadcast
 
 
 def _run_along(bases, dim: int) -> int:
@@ -284,9 +293,13 @@ def _cause(access: IrAccess, width: int, cap: int = MAX_VECTOR_BYTES) -> str | N
     layout) is not the pointers' doing, but for a store straight from an MMA accumulator whose
     runs lie along a dimension other than the contiguous one: each lane writes one element at a
     time where a layout with its runs along that dimension would write several. A constant stride
-    other than 1, a broadcast, a gather or an address this reader cannot follow are the data's own shape."""
+    other than 1, a broadcast, a gather or an address this reader cannot follow are the data's own shape; so is
+    a tensor whose lanes all hold the same elements (IrAccess.lanes_broadcast): a per-row scalar that every
+    lane of the warp reads at one address."""
     strides = access.memory_strides or ()
     layout_bytes = min(access.layout_bytes, cap)
+    if access.lanes_broadcast:
+        return None  # the warp reads one address per instruction: one transaction, whatever its width
     if _matrix_across(access, width):
         return "matrix"
     fastest = strides[access.dim] if 0 <= access.dim < len(strides) else None

@@ -13,7 +13,8 @@ elements, of each dimension of the offsets, from the ops that build them:
     tt.broadcast             stride 0 along the broadcast dimensions
     arith.addi/subi, addptr  strides add (subtract)
     arith.muli by a splat    strides scale by the constant, or become RUNTIME (a runtime stride)
-    a loop's iter_arg        its initial value's strides (pointers advance by a splat)
+    a loop's iter_arg        its initial value's strides, where the body yields the same strides
+                             (pointers advance by a splat); DATA along a dimension where not
     anything else            DATA: a gather, a division or remainder, a select: never contiguous
 
 A stride of 1 is contiguous, RUNTIME may be 1 at run time (a stride argument the JIT did not
@@ -138,12 +139,41 @@ class PointerStrides:
         return RUNTIME
 
     def _loop_carried(self, vid: int, rank: int) -> Strides:
-        """An scf.for iter_arg: its initial value's strides (the loop adds a splat step each time)."""
+        """An scf.for iter_arg: its initial value's strides where what the body yields for it has the same
+        (pointers advanced by a splat step), a dimension where they differ DATA: the join of the init and
+        the yield that Triton's AxisInfo makes, iterated to a fixpoint."""
         owner = self.module.ops[self.module.values[vid].owner]
         carried = iter_args(owner)
         if vid not in carried or FOR_INIT_OPERANDS + carried.index(vid) >= len(owner.operands):
             return (DATA,) * rank
-        return self.of(owner.operands[FOR_INIT_OPERANDS + carried.index(vid)]) or (DATA,) * rank
+        position = carried.index(vid)
+        assumed = self.of(owner.operands[FOR_INIT_OPERANDS + position]) or (DATA,) * rank
+        yielded = _yielded(self.module, owner, position)
+        if yielded is None:
+            return (DATA,) * rank
+        for _ in range(rank + 1):  # each round turns at least one dimension to DATA
+            # The yield under this assumption, in a scratch cache: values still being computed here (the
+            # walk may have entered the loop through the yielded value) are computed afresh there.
+            scratch = PointerStrides(self.module)
+            scratch._strides = {k: v for k, v in self._strides.items() if v is not None}
+            scratch._strides[vid] = assumed
+            scratch._scalars = self._scalars
+            step = scratch.of(yielded)
+            joined = tuple(a if a == b else DATA for a, b in zip(assumed, step)) \
+                if step is not None and len(step) == rank else (DATA,) * rank
+            if joined == assumed:
+                return assumed
+            assumed = joined
+        return (DATA,) * rank
+
+
+def _yielded(module: MlirModule, loop, position: int) -> int | None:
+    """The value a loop's body yields for its iter_arg at `position`."""
+    body = loop.regions[0].blocks[0]
+    terminator = module.ops[body.ops[-1]] if body.ops else None
+    if terminator is None or terminator.canonical_name != "scf.yield" or position >= len(terminator.operands):
+        return None
+    return terminator.operands[position]
 
 # Where each op holds the addresses it reads or writes: the pointer tensor of tt.load/tt.store,
 # ttg.async_copy_global_to_local and the tt.atomic_* ops, the offsets tensor of the buffer ops

@@ -17,7 +17,14 @@ class NarrowGlobalLoad(Rule):
     facts would widen them: the TTGIR layout of the load gives each thread more contiguous
     bytes than the ISA moves at once (the alignment is unknown), or gives each thread
     several elements but no contiguous run at all (the contiguity is unknown). Loads as
-    wide as their layout allows are left alone.
+    wide as their layout allows are left alone, and so is a broadcast: a tensor whose lanes
+    all hold the same elements, such as inductor's per-row scalar `tensor<2x1x!tt.ptr<f32>>`
+    in a layout whose 32 lanes run along the size-1 dimension. Triton gives a load smaller
+    than the CTA its consumer's layout on purpose; each of its 4-byte loads (or `cp.async`
+    copies) reads one address for the whole warp, a single transaction, and no pointer fact
+    widens it. Offsets carried by a loop count as contiguous only where what the loop yields
+    keeps their strides (`ptrs += BLOCK_K * stride`), as in Triton's AxisInfo; `offs = offs * 3`
+    does not.
 
     It reads every op of Triton 3.0-3.9 that loads from global memory: `tt.load` and
     `amdg.buffer_load` (registers), and the copies of pipelined operands straight into LDS,

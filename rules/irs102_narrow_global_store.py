@@ -15,7 +15,8 @@ class NarrowGlobalStore(Rule):
     `global_store_short` instead of `global_store_dwordx4` (PTX `st.global.b16` instead of
     `st.global.v4.b32`), where the TTGIR layout of the stored value gives each thread more
     contiguous bytes than the ISA writes at once, or several elements with no contiguous
-    run (the pointer's contiguity is unknown). It reads `tt.store` and `amdg.buffer_store`;
+    run (the pointer's contiguity is unknown); a broadcast value whose lanes all hold the same
+    elements is one address a warp and left alone. It reads `tt.store` and `amdg.buffer_store`;
     TMA stores (`tt.descriptor_store`, `ttng.async_tma_copy_local_to_global`) are never narrow.
 
     It also reports a tile stored straight from an MFMA/WMMA/MMA accumulator one element at

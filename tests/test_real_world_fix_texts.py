@@ -266,3 +266,34 @@ def test_a_loop_invariant_vector_converted_every_iteration_says_so(reports):
     assert "tt.addptr %tmp11, %r0_index_29" in ttgir(norm)[90]
     (weight,) = [f for f in found(norm, "IRS301") if f.line == 101]
     assert "the same every iteration" not in weight.message and "coalesced layout" in weight.fix
+
+
+# -- IRS101 ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("prefix,line,op", [
+    ("e23adc9cd19c", 49, "tt.load"),  # mix-order reduction candidate, the row index loop-carried (+2 a step)
+    ("d3cda55d325b", 53, "ttg.async_copy_global_to_local"),  # the same, pipelined: cp.async 4 B into shared
+    ("dfb6e1b0dca2", 51, "tt.load"),  # triton_red_: the per-row scalar after the row sum
+])
+def test_a_per_row_scalar_every_lane_reads_is_no_narrow_load(reports, prefix, line, op):
+    """Inductor loads a per-row f32 scalar as a [2, 1] tensor in the consumer's #blocked layout, whose 32
+    lanes run along the size-1 dimension (threadsPerWarp [1, 32]): every lane of a warp reads the same two
+    addresses, so the 4-byte loads (cp.async copies) are one transaction each and no pointer fact widens
+    them. Triton gives a tensor smaller than the CTA its consumer's layout on purpose (isExpensiveLoadOrStore)."""
+    from irscope.access_width import ir_accesses
+    from irscope.parsers.mlir_parser import parse_mlir
+
+    kr = kernel(reports, *INDUCTOR, prefix)
+    ptx = Path(kr.kernel.artifact("ptx").path).read_text()
+    narrow = re.compile(r"(ld\.global\.L1::evict_last\.L2::cache_hint\.b32|cp\.async\.ca\.shared\.global.*0x4,)")
+    assert narrow.search(ptx)  # the narrow instructions are there ...
+    assert not [f for f in found(kr, "IRS101") if f.python_line == line]  # ... and are not a finding
+    path = kr.kernel.artifact("ttgir").path
+    lines = ttgir(kr)
+    accesses = [a for a in ir_accesses(parse_mlir(Path(path).read_text(), path)) if a.python_line == line]
+    scalars = [a for a in accesses if a.op == op and a.shape == (2, 1)]
+    assert scalars and all(a.lanes_broadcast and a.element_bytes == 4 for a in scalars)
+    for a in scalars:
+        assert "tensor<2x1x!tt.ptr<f32>, #blocked>" in lines[a.line - 1]
+    assert "threadsPerWarp = [1, 32]" in lines[0]
+    assert all(not a.lanes_broadcast for a in accesses if a.shape != (2, 1) and a.shape[0] == 2)  # the row tiles

@@ -146,6 +146,9 @@ build("gfx942_c_transposed", memory_ops.gemm_c_transposed, f16, num_warps=4, num
       **aligned)
 build("gfx942_atomic", memory_ops.atomic_add_loaded, {"x_ptr": "*fp16", "out_ptr": "*fp16"}, div=["x_ptr", "n"],
       num_warps=4, constexprs={"BLOCK": 1024})
+# loop-carried offsets that stop being contiguous after the first step (offs = offs * 3)
+build("gfx942_strided_walk", memory_ops.strided_walk, {"x_ptr": "*fp32", "out_ptr": "*fp32"},
+      div=["x_ptr", "out_ptr"], num_warps=4, constexprs={"BLOCK": 1024})
 '''
 
 
@@ -282,3 +285,22 @@ def test_async_copies_of_every_version_are_read_and_16_byte_ones_are_left_alone(
     assert {a.layout_bytes for a in copies} == {16} and all(a.python_line for a in copies)
     assert re.search(copy, Path(kr.kernel.artifact(isa).path).read_text())
     assert kr.findings == ()
+
+
+def test_loop_carried_offsets_that_the_loop_scales_are_not_contiguous(compiled):
+    """gfx942: `offs = offs * 3` at the end of each step. The init (tl.arange) is contiguous, the yield is
+    3 elements apart; Triton's AxisInfo joins the two, finds no contiguity and loads a dword at a time although
+    the layout gives each thread 4 elements. That is the data's shape: no pointer fact widens it, so no finding
+    (the iter_arg is not taken for its initial value alone)."""
+    from irscope.pointer_strides import DATA, PointerStrides, address_strides
+    from irscope.parsers.mlir_parser import parse_mlir
+
+    kr = compiled["gfx942_strided_walk"]
+    text = ttgir_ops(kr)
+    assert "sizePerThread = [4]" in text and re.search(r"arith\.muli %offs_\w+, %\w+ : tensor<1024xi32", text)
+    walk = source_line("# WALK")
+    assert isa_at(kr, "amdgcn", walk, r"global_load_dword\s")
+    assert [f for f in kr.findings if f.code == "IRS101"] == []
+    module = parse_mlir(text, kr.kernel.artifact("ttgir").path)
+    (load,) = module.ops_named("tt.load")
+    assert address_strides(PointerStrides(module), load) == (DATA,)

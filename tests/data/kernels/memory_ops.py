@@ -47,3 +47,15 @@ def atomic_add_loaded(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     """An atomic and a load on one line: the fp16 atomic's compare-and-swap loop loads too."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.atomic_add(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)  # ATOMIC
+
+
+@triton.jit
+def strided_walk(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """Loop-carried offsets multiplied by 3 each step: contiguous on the first step only, so Triton's AxisInfo
+    (the join of the init and the yield) knows no contiguity and the loads are a dword each."""
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for _i in range(n):
+        acc += tl.load(x_ptr + offs)  # WALK
+        offs = offs * 3
+    tl.store(out_ptr + tl.arange(0, BLOCK), acc)
