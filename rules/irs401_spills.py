@@ -186,7 +186,8 @@ def _nvidia(rule, ctx, res: NvidiaResources):
         message += f"; {text}"
         evidence["in_loop"] = sum(1 for _, looped in found if looped)
         return [rule.finding(ctx, stage=program.isa, path=program.path, lines=[i.line for i, _ in found],
-                             python=python, message=message, fix=_fix(ctx), evidence=evidence, severity=_severity(found))]
+                             python=python, message=message, fix=_fix(ctx), evidence=evidence,
+                             severity=_severity(found))]
     # Without the SASS the spills' places are unknown; a frame of a few words holds a few registers.
     small = not local and stack - (_frame_of(depot) if depot else 0) <= SMALL_FRAME
     return [rule.finding(ctx, stage="cubin", path=cubin or ctx.kernel.directory, fix=_fix(ctx), evidence=evidence,

@@ -166,7 +166,8 @@ def test_scales_applied_after_the_lds_read_are_staging(corpus_reports):
     (dequantized,) = trip_findings(findings)
     assert dequantized.line == 105 and dequantized.severity == "warning"
     assert "dequantized in registers from a loaded 32-bit tile" in dequantized.message
-    assert "same shape (each packed word is loaded again for every value it holds): 131072 B, 2x the f16" in dequantized.fix
+    assert ("same shape (each packed word is loaded again for every value it holds): 131072 B, 2x the f16"
+            in dequantized.fix)
 
 
 def test_operand_staged_into_a_loops_iter_args_is_silent(corpus_reports):
