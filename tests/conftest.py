@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -132,3 +133,26 @@ def pick_fixture(found, fixture, arch, version, required=True):
             and r.kernel.triton_version.value.startswith(version)]
     assert hits or not required, (fixture, arch, version)
     return hits
+
+
+@contextlib.contextmanager
+def triton_cache_at(path: Path):
+    """Triton compiles in this process into `path` for the block: TRITON_CACHE_DIR is set, and any
+    value set on `triton.knobs.cache.dir` before (which hides the variable for the rest of the
+    process) is lifted for the block and put back after it."""
+    import triton
+
+    knobs = triton.knobs.cache
+    pinned = knobs.__dict__.pop("dir", None)
+    old = os.environ.get("TRITON_CACHE_DIR")
+    os.environ["TRITON_CACHE_DIR"] = str(path)
+    try:
+        yield path
+    finally:
+        if old is None:
+            os.environ.pop("TRITON_CACHE_DIR", None)
+        else:
+            os.environ["TRITON_CACHE_DIR"] = old
+        knobs.__dict__.pop("dir", None)
+        if pinned is not None:
+            knobs.__dict__["dir"] = pinned

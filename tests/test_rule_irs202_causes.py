@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, triton_cache_at
 
 from irscope.assembly import read_assembly
 from irscope.pipeline import scan
@@ -131,7 +131,6 @@ def test_unroll_comes_from_the_accumulator_chains(runs):
 
 
 def _compile_pingpong(tmp_path: Path, monkeypatch) -> Path:
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -145,8 +144,9 @@ def _compile_pingpong(tmp_path: Path, monkeypatch) -> Path:
     attrs = {(i,): [["tt.divisibility", 16]] for i in range(7)}
     src = ASTSource(module.pingpong_matmul_kernel, sig, constexprs={"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 64},
                     attrs=attrs)
-    triton.compile(src, target=GPUTarget("hip", "gfx942", 64), options={"num_warps": 8, "num_stages": 2})
-    return tmp_path / "cache"
+    with triton_cache_at(tmp_path / "cache") as cache:
+        triton.compile(src, target=GPUTarget("hip", "gfx942", 64), options={"num_warps": 8, "num_stages": 2})
+    return cache
 
 
 def test_block_ping_pong_is_an_intended_schedule(tmp_path, monkeypatch):

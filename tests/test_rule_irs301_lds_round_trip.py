@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, fixture_findings, pick_fixture, rule_findings
+from conftest import FIXTURES, fixture_findings, pick_fixture, rule_findings, triton_cache_at
 
 from irscope.rules.irs301_lds_round_trip import LdsRoundTrip
 
@@ -226,21 +226,13 @@ def compiled(tmp_path_factory):
     """The kernels of tests/data/irs301_kernels.py compiled for gfx942: name -> [(report, findings)]."""
     pytest.importorskip("triton")
     import importlib.util
-    import os
 
     cache = tmp_path_factory.mktemp("irs301-cache")
     spec = importlib.util.spec_from_file_location("irs301_kernels", KERNELS)
     kernels = importlib.util.module_from_spec(spec)
-    old = os.environ.get("TRITON_CACHE_DIR")
-    os.environ["TRITON_CACHE_DIR"] = str(cache)
-    try:
+    with triton_cache_at(cache):
         spec.loader.exec_module(kernels)
         kernels.compile_all()
-    finally:
-        if old is None:
-            os.environ.pop("TRITON_CACHE_DIR")
-        else:
-            os.environ["TRITON_CACHE_DIR"] = old
     out: dict = {}
     for report, findings in rule_findings(LdsRoundTrip, cache).values():
         out.setdefault((report.kernel.name, report.kernel.options.num_warps.value), []).append((report, findings))
