@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from irscope import isa
 from irscope.rule import Rule
+from irscope.rules._lds_origin import Origin, held_elements, tile_origin
 from irscope.rules._lds_tiles import (LdsOp, TileIndex, element_bytes, instruction_site, layout_key, op_site,
                                       operand_index, tile_bytes)
 from irscope.rules.irs202_barriers_per_iteration import kernel_loops
@@ -338,7 +339,7 @@ def _cause(fn, feeds, tiles: TileIndex, operand: _Operand | None, group: _Group)
     tile, module = group.tile, tiles.module
     loads = [i for i in fn.instructions if i.kind == isa.GLOBAL_LOAD and i.memory and i.memory.width_bytes
              and instruction_site(i.source, tiles.library)[0] == group.site]
-    origin = _origin(module, tile)
+    origin = tile_origin(module, tile)
     if group.direction == "write" and origin.kind == "memory" and loads \
             and max(i.memory.width_bytes for i in loads) <= group.width:
         widest = max(loads, key=lambda i: i.memory.width_bytes)
@@ -380,7 +381,7 @@ def _cause(fn, feeds, tiles: TileIndex, operand: _Operand | None, group: _Group)
     return ("the tile goes through LDS", "keep the tile contiguous along the dimension its consumer reads")
 
 
-def _operand_cause(feeds, module, operand: _Operand, origin, group: _Group) -> tuple[str, str]:
+def _operand_cause(feeds, module, operand: _Operand, origin: Origin, group: _Group) -> tuple[str, str]:
     tile = group.tile
     fed = sorted({(m.opcode, name, m.args[1] if name == "A" else m.args[2])
                   for i in group.instructions for m, name in feeds.get(i.index, ()) if len(m.args) > 2})
@@ -396,7 +397,7 @@ def _operand_cause(feeds, module, operand: _Operand, origin, group: _Group) -> t
                  f"{tile.python[0].rsplit('/', 1)[-1]}:{tile.python[1]})"
     what = f"the dot's {operand.name} tile{staged}"
     order, k_dim = operand.order, operand.k_dim
-    held = _held(module, tile)
+    held = held_elements(module, tile)
     per_thread = max(1, group.width // _element_bytes(operand.element))
     state = origin.kind in ("state", "dot")
     stored_alias = module.aliases.get(operand.stored)
@@ -467,114 +468,6 @@ def _operand_cause(feeds, module, operand: _Operand, origin, group: _Group) -> t
     return cause, ("give each thread more contiguous elements of the tile along the dimension the LDS layout keeps "
                    "contiguous (for a tile computed in registers, such as a dequantized operand, produce it along "
                    "that dimension), so it moves 8-16 bytes at a time")
-
-
-@dataclass(frozen=True)
-class _Origin:
-    kind: str  # "memory", "broadcast", "state" (loop-carried), "dot" (a dot's result), "computed"
-    text: str  # what the tile is, in words
-    detail: tuple = ()  # for "broadcast": the shape broadcast from
-
-
-_LOADS = ("tt.load", "amdg.buffer_load", "tt.descriptor_load")
-_DOT_OPS = ("tt.dot", "ttng.warp_group_dot", "tt.dot_scaled")
-# Ops that carry values over unchanged in what they are (a layout, a width, a type).
-_COPIES = ("ttg.convert_layout", "amdg.in_thread_transpose", "arith.trunc", "arith.ext", "tt.fp_to_fp", "tt.bitcast",
-           "tt.trans", "tt.reshape", "ttg.local_load")
-_WALK = ("arith.", "math.", *_COPIES)
-
-
-def _origin(module, tile: LdsOp) -> _Origin:
-    """What the tile is, followed back from the value written to LDS (a read: what its writers stored)
-    through copies (converts, casts, loop plumbing): loaded from memory, a broadcast load, a dot's
-    result, loop-carried state (an iter_arg), or computed in registers (and from what)."""
-    from irscope.opgraph import value_flow
-
-    if tile.trip is None and not tile.source:  # read from a buffer an async copy filled
-        return _Origin("memory", "loaded from memory")
-    writers = tile.trip.writers if tile.trip is not None else (tile.op,)
-    stored = [module.ops[i].operands[0] for i in writers if module.ops[i].operands]
-    flow = value_flow(module)
-    frontier = [(vid, True) for vid in stored]  # (value, reached through copies only)
-    seen, found = set(), set()
-    while frontier:
-        vid, pure = frontier.pop()
-        if (vid, pure) in seen or len(seen) > 96:
-            continue
-        seen.add((vid, pure))
-        copies = flow.sources(vid)
-        if copies:  # an iter_arg, or a loop's or if's result: what flows into it
-            if pure and module.values[vid].kind == "argument":
-                found.add(("state", True))
-            frontier.extend((c, pure) for c in copies)
-            continue
-        definer = flow.defining(vid)
-        if definer is None:
-            continue
-        name = definer.canonical_name
-        if name in _LOADS:
-            shape = _broadcast_from(module, definer)
-            if shape and pure:
-                return _Origin("broadcast", "a broadcast load", shape)
-            found.add(("memory", pure))
-        elif name in _DOT_OPS:
-            found.add(("dot", pure))
-        elif name.startswith(_WALK) or name in _WALK:
-            copy = name.startswith(_COPIES) or name in _COPIES
-            found.add(("computed", pure and not copy))
-            frontier.extend((v, pure and copy) for v in definer.operands if hasattr(module.values[v].type, "shape"))
-        else:
-            found.add(("computed", pure))
-    pure = {kind for kind, p in found if p}
-    if "state" in pure:
-        return _Origin("state", "loop-carried state (an iter_arg: e.g. a dot's accumulator, staged as the next "
-                                "dot's operand)")
-    if "dot" in pure:
-        return _Origin("dot", "the result of a dot, staged as the next dot's operand")
-    if pure <= {"memory"} and "memory" in pure:
-        return _Origin("memory", "loaded from memory")
-    inputs = {kind for kind, _ in found}
-    if "dot" in inputs:
-        return _Origin("computed", "computed in registers from a dot's result")
-    if "memory" in inputs:
-        return _Origin("computed", "computed in registers from loaded data (e.g. a dequantized operand)")
-    return _Origin("computed", "computed in registers")
-
-
-def _broadcast_from(module, load) -> tuple:
-    """The shape a load's addresses vary over, where they stay the same along a dimension of the tile
-    (stride 0: a 128x1 row scale loaded as 128x128); () when they vary along every dimension."""
-    from irscope.pointer_strides import PointerStrides, address_strides
-
-    strides = address_strides(PointerStrides(module), load)
-    shape = tuple(getattr(module.values[load.results[0]].type, "shape", ())) if load.results else ()
-    if not strides or len(strides) != len(shape):
-        return ()
-    if not any(s == 0 and d != 1 for s, d in zip(strides, shape)):
-        return ()
-    return tuple(1 if s == 0 else d for s, d in zip(strides, shape))
-
-
-def _held(module, tile: LdsOp) -> dict[int, int] | None:
-    """Elements a thread holds along each dimension of the written register layout (from its register
-    bases: each one that steps along a single dimension doubles that dimension's count)."""
-    from irscope.layout_to_linear import layout_to_linear
-
-    layout = module.aliases.get(tile.source)
-    if layout is None:
-        return None
-    try:
-        linear = layout_to_linear(layout, tuple(tile.shape))
-    except (ValueError, NotImplementedError, TypeError):
-        return None
-    if linear is None or "register" not in linear.in_names:
-        return None
-    held = dict.fromkeys(range(len(tile.shape)), 1)
-    for basis in linear.basis("register"):
-        dims = [d for d, step in enumerate(basis) if step]
-        if len(dims) == 1:
-            held[dims[0]] *= 2
-    return held
 
 
 def _warps(layout) -> list:
