@@ -4,13 +4,15 @@ The fix for a narrow LDS access follows from what the tile is: loaded from memor
 in memory), a load through broadcast pointers (load the vector), a dot's result or loop-carried
 state (the matrix instruction's layout, which nothing in memory changes), or computed in
 registers (produce it along the dimension LDS keeps contiguous). `held_elements` says how many
-elements a thread holds along each dimension of the layout written.
+elements a thread holds along each dimension of a layout, and `convert_transpose` whether a
+convert_layout through LDS transposes a tile (the kernel's tensors run along different dimensions).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from irscope.layout_graph import layout_key
 from irscope.rules._lds_tiles import LdsOp
 
 
@@ -100,23 +102,101 @@ def broadcast_from(module, load) -> tuple:
     return tuple(1 if s == 0 else d for s, d in zip(strides, shape))
 
 
-def held_elements(module, tile: LdsOp) -> dict[int, int] | None:
-    """Elements a thread holds along each dimension of the written register layout (from its register
-    bases: each one that steps along a single dimension doubles that dimension's count)."""
+def held_elements(module, layout_name: str, shape: tuple) -> dict[int, int] | None:
+    """Elements a thread holds along each dimension of a register layout (from its register bases:
+    each one that steps along a single dimension doubles that dimension's count)."""
     from irscope.layout_to_linear import layout_to_linear
 
-    layout = module.aliases.get(tile.source)
+    layout = module.aliases.get(layout_name)
     if layout is None:
         return None
     try:
-        linear = layout_to_linear(layout, tuple(tile.shape))
+        linear = layout_to_linear(layout, tuple(shape))
     except (ValueError, NotImplementedError, TypeError):
         return None
     if linear is None or "register" not in linear.in_names:
         return None
-    held = dict.fromkeys(range(len(tile.shape)), 1)
+    held = dict.fromkeys(range(len(shape)), 1)
     for basis in linear.basis("register"):
         dims = [d for d, step in enumerate(basis) if step]
         if len(dims) == 1:
             held[dims[0]] *= 2
     return held
+
+
+def contiguous_runs(module, layout_name: str, shape: tuple) -> dict[int, int] | None:
+    """The run of consecutive elements a thread holds along each dimension of a register layout
+    (sizePerThread for a blocked layout): register bases stepping 1, 2, 4, ... along that dimension
+    alone; the repeats of a layout smaller than the tile are further apart and do not count."""
+    from irscope.layout_to_linear import layout_to_linear
+
+    layout = module.aliases.get(layout_name)
+    if layout is None:
+        return None
+    try:
+        linear = layout_to_linear(layout, tuple(shape))
+    except (ValueError, NotImplementedError, TypeError):
+        return None
+    if linear is None or "register" not in linear.in_names:
+        return None
+    runs = dict.fromkeys(range(len(shape)), 1)
+    for basis in linear.basis("register"):
+        dims = [d for d, step in enumerate(basis) if step]
+        if len(dims) == 1 and basis[dims[0]] == runs[dims[0]]:
+            runs[dims[0]] *= 2
+    return runs
+
+
+@dataclass(frozen=True)
+class Transpose:
+    """A convert_layout between two register layouts that keep a thread's elements along different
+    dimensions (a 2-D tile read along one and written along the other): LDS keeps one order, so the
+    side that crosses it moves at most `bound` elements an access, whatever Triton's swizzle."""
+
+    source_dim: int  # the dimension the source layout keeps a thread's run along
+    target_dim: int
+    source_run: int  # elements of that run
+    target_run: int
+    bound: int
+    users: dict  # layout -> [(op, ttgir line, pointer argument)]: the memory ops that set each layout
+
+
+_MEMORY = {"tt.load": "load", "amdg.buffer_load": "load", "tt.store": "store", "amdg.buffer_store": "store"}
+
+
+def convert_transpose(module, conv) -> Transpose | None:
+    """The transpose a convert_layout through LDS is, if it is one (see Transpose)."""
+    shape = tuple(conv.shape)
+    if len([d for d in shape if d != 1]) != 2:
+        return None
+    held_s = contiguous_runs(module, conv.source, shape)
+    held_t = contiguous_runs(module, conv.target, shape)
+    if not held_s or not held_t:
+        return None
+    ds, dt = max(held_s, key=held_s.get), max(held_t, key=held_t.get)
+    if ds == dt or held_s[ds] < 2 or held_t[dt] < 2:
+        return None
+    users: dict[str, list] = {conv.source: [], conv.target: []}
+    for op in module.ops:
+        kind = _MEMORY.get(op.canonical_name)
+        value = (op.results[:1] if kind == "load" else op.operands[1:2]) if kind else ()
+        for vid in value:
+            ty = module.values[vid].type
+            layout = layout_key(ty)
+            if layout in users and tuple(getattr(ty, "shape", ())) == shape:
+                users[layout].append((kind, op.line, _pointer_argument(module, op.operands[0])))
+    return Transpose(ds, dt, held_s[ds], held_t[dt], max(held_t[ds], held_s[dt]), users)
+
+
+def _pointer_argument(module, vid: int) -> str | None:
+    """The kernel argument a tensor of pointers is built from (through addptr, splat, broadcast)."""
+    for _ in range(16):
+        value = module.values[vid]
+        if value.kind == "argument":
+            return value.name.lstrip("%")
+        op = module.defining_op(vid)
+        if op is None or not op.operands or op.canonical_name not in ("tt.addptr", "tt.splat", "tt.broadcast",
+                                                                       "tt.expand_dims", "ttg.convert_layout"):
+            return None
+        vid = op.operands[0]
+    return None

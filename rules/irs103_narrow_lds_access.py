@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 
 from irscope import isa
 from irscope.rule import Rule
-from irscope.rules._lds_origin import Origin, held_elements, tile_origin
+from irscope.rules._inductor import InductorKernel, inductor_kernel
+from irscope.rules._lds_origin import Origin, Transpose, convert_transpose, held_elements, tile_origin
 from irscope.rules._lds_tiles import (LdsOp, TileIndex, element_bytes, instruction_site, layout_key, op_site,
                                       operand_index, tile_bytes)
 from irscope.rules.irs202_barriers_per_iteration import kernel_loops
@@ -42,7 +43,8 @@ class NarrowLdsAccess(Rule):
     why the accesses are narrow: the tile arrived from narrow global loads, the dot operand is read
     along a dimension the LDS layout does not keep contiguous, it is transposed on its way in
     (contiguous along another dimension in registers than in LDS), two dots with different warp
-    layouts hand it over, or a layout conversion (of a broadcast load, or preparing a dot operand).
+    layouts hand it over, or a layout conversion (of a broadcast load, preparing a dot operand, or a
+    transpose between tensors the kernel reads or writes along different dimensions).
 
     Not reported: 8-byte accesses, the natural width of an fp16 MFMA operand (4 K elements in 2
     VGPRs), and on AMD any access as wide as the K group the matrix instruction consumes in the
@@ -98,7 +100,10 @@ class NarrowLdsAccess(Rule):
     or a dot's result handed to a dot with another warp layout: the width follows the matrix
     instruction's output layout, which no stride, hint or block size changes; the message says so. A
     row scale loaded as a 2-D broadcast (a 128x128 tile of 128 values) and converted in the epilogue:
-    load the vector and broadcast it after the load.
+    load the vector and broadcast it after the load. A transpose between tensors read along different
+    dimensions (inductor's RoPE kernels load the cos/sin table along dim 0 and the activations along dim 1,
+    and a thread's run lies along another dimension in each layout): in any LDS order one side moves one
+    element at a time, and no hint or block size changes that; only tensors laid out alike remove it.
     """
 
     code = "IRS103"
@@ -114,6 +119,7 @@ class NarrowLdsAccess(Rule):
             return []
         tiles = ctx.shared(("irs103_tiles",), lambda: TileIndex(facts, module))
         threads = (module.num_warps or 0) * (module.threads_per_warp or 0)
+        generated = inductor_kernel(ctx)
         findings = []
         for program in ctx.programs:
             if program.isa not in ("amdgcn", "ptx"):
@@ -137,10 +143,11 @@ class NarrowLdsAccess(Rule):
                     per_loop = _per_loop(graph, group)
                     if not _costs(fn, graph, loops, group, per_loop, size):
                         continue
-                    findings.append(self._finding(ctx, program, fn, loops, per_loop, feeds, tiles, operand, group))
+                    findings.append(self._finding(ctx, program, fn, loops, per_loop, feeds, tiles, operand, group,
+                                                  generated))
         return findings
 
-    def _finding(self, ctx, program, fn, loops, per_loop, feeds, tiles, operand, group: _Group):
+    def _finding(self, ctx, program, fn, loops, per_loop, feeds, tiles, operand, group: _Group, generated):
         conditional: Counter = Counter()
         for ins in group.instructions:
             loop = ctx.graph(program, fn).loop_of(ins.index)
@@ -166,7 +173,7 @@ class NarrowLdsAccess(Rule):
         file, line = group.python
         message = (f"LDS {kind} of {group.width} B per lane ({what}) from {_where(group.site, file, line)}: "
                    f"{'; '.join(parts)}")
-        cause, fix = _cause(fn, feeds, tiles, operand, group)
+        cause, fix = _cause(fn, feeds, tiles, operand, group, generated)
         message += f"; {cause}"
         severity = "warning" if in_loop and group.width < DWORD else "info"
         first_loop = loops[per_loop.most_common(1)[0][0]] if per_loop else None
@@ -333,7 +340,8 @@ def _natural_width(operand: _Operand | None, program_isa: str) -> int:
     return DWORD if element >= DWORD else OPERAND_BYTES
 
 
-def _cause(fn, feeds, tiles: TileIndex, operand: _Operand | None, group: _Group) -> tuple[str, str]:
+def _cause(fn, feeds, tiles: TileIndex, operand: _Operand | None, group: _Group,
+           generated: InductorKernel | None) -> tuple[str, str]:
     """Why the accesses are narrow, and the fix that goes with what the tile is (loaded from memory,
     computed in registers, a dot's result or loop-carried state, a broadcast) and with its layouts."""
     tile, module = group.tile, tiles.module
@@ -374,11 +382,43 @@ def _cause(fn, feeds, tiles: TileIndex, operand: _Operand | None, group: _Group)
                     "this epilogue conversion runs once per tile, after the K loop, and its width is the "
                     "compiler's choice: Triton 3.6 writes it 16 B per lane (st.shared.v4.b32 in the sm_90 GEMM, "
                     "ds_write_b128 in the gfx942 split-K GEMM)")
+        transpose = convert_transpose(module, conv)
+        if transpose is not None:
+            return _transpose_cause(text, conv, transpose, generated)
         return (f"{text} moves the tile {group.width} B at a time",
                 "find why the op at this line wants another layout: a store whose pointers lost their "
                 "contiguity facts (IRS102) gets a 1-element layout, and restoring them with tl.multiple_of / "
                 "tl.max_contiguous removes the conversion")
     return ("the tile goes through LDS", "keep the tile contiguous along the dimension its consumer reads")
+
+
+def _transpose_cause(text: str, conv, transpose: Transpose, generated: InductorKernel | None) -> tuple[str, str]:
+    """A convert that transposes a tile between the layouts of tensors read or written along different
+    dimensions: the cause is the kernel's data, and the two layouts bound the width."""
+    t = transpose
+    bound = "one element" if t.bound == 1 else f"at most {t.bound} elements"
+    sides = []
+    for layout, dim in ((conv.source, t.source_dim), (conv.target, t.target_dim)):
+        ops = t.users.get(layout) or []
+        if not ops:
+            continue
+        named = {f"{arg or 'a tensor'} {'loaded' if kind == 'load' else 'stored'}": None for kind, _, arg in ops}
+        lines = sorted({line for _, line, _ in ops})
+        where = f"line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))}"
+        sides.append(f"{' and '.join(named)} along dim {dim} ({layout}, .ttgir {where})")
+    memory = f" ({'; '.join(sides)})" if sides else ""
+    cause = (f"{text} transposes the {_shape(conv.shape)} {conv.element} tile: a thread's run is {t.source_run} "
+             f"elements along dim {t.source_dim} in {conv.source} and {t.target_run} along dim {t.target_dim} in "
+             f"{conv.target}, so in any LDS order one side moves {bound} at a time{memory}")
+    data = ("only tensors laid out alike remove it (e.g. the one read along the other dimension made contiguous "
+            "like the rest, once, outside the hot path); which side is narrow is Triton's choice of LDS order "
+            "and swizzle")
+    if generated is not None:
+        return cause, ("the transpose is the computation's, not a missing hint: inductor generated this kernel to "
+                       "read these tensors along different dimensions, and no config it picks (tile sizes, "
+                       f"num_warps) and nothing edited by hand removes it: {data}")
+    return cause, ("the transpose is the computation's: no pointer hint (tl.multiple_of), stride or block size "
+                   f"removes it; {data}; otherwise it is the cost of the transposed access")
 
 
 def _operand_cause(feeds, module, operand: _Operand, origin: Origin, group: _Group) -> tuple[str, str]:
@@ -397,7 +437,7 @@ def _operand_cause(feeds, module, operand: _Operand, origin: Origin, group: _Gro
                  f"{tile.python[0].rsplit('/', 1)[-1]}:{tile.python[1]})"
     what = f"the dot's {operand.name} tile{staged}"
     order, k_dim = operand.order, operand.k_dim
-    held = held_elements(module, tile)
+    held = held_elements(module, tile.source, tile.shape)
     per_thread = max(1, group.width // _element_bytes(operand.element))
     state = origin.kind in ("state", "dot")
     stored_alias = module.aliases.get(operand.stored)
