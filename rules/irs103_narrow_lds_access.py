@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 from irscope import isa
 from irscope.rule import Rule
+from irscope.rules._inductor import InductorKernel, inductor_kernel
+from irscope.rules._lds_origin import Origin, Transpose, convert_transpose, held_elements, tile_origin
 from irscope.rules._lds_tiles import (LdsOp, TileIndex, element_bytes, instruction_site, layout_key, op_site,
                                       operand_index, tile_bytes)
 from irscope.rules.irs202_barriers_per_iteration import kernel_loops
@@ -41,7 +43,8 @@ class NarrowLdsAccess(Rule):
     why the accesses are narrow: the tile arrived from narrow global loads, the dot operand is read
     along a dimension the LDS layout does not keep contiguous, it is transposed on its way in
     (contiguous along another dimension in registers than in LDS), two dots with different warp
-    layouts hand it over, or a layout conversion (of a broadcast load, or preparing a dot operand).
+    layouts hand it over, or a layout conversion (of a broadcast load, preparing a dot operand, or a
+    transpose between tensors the kernel reads or writes along different dimensions).
 
     Not reported: 8-byte accesses, the natural width of an fp16 MFMA operand (4 K elements in 2
     VGPRs), and on AMD any access as wide as the K group the matrix instruction consumes in the
@@ -97,7 +100,10 @@ class NarrowLdsAccess(Rule):
     or a dot's result handed to a dot with another warp layout: the width follows the matrix
     instruction's output layout, which no stride, hint or block size changes; the message says so. A
     row scale loaded as a 2-D broadcast (a 128x128 tile of 128 values) and converted in the epilogue:
-    load the vector and broadcast it after the load.
+    load the vector and broadcast it after the load. A transpose between tensors read along different
+    dimensions (inductor's RoPE kernels load the cos/sin table along dim 0 and the activations along dim 1,
+    and a thread's run lies along another dimension in each layout): in any LDS order one side moves one
+    element at a time, and no hint or block size changes that; only tensors laid out alike remove it.
     """
 
     code = "IRS103"
@@ -113,6 +119,7 @@ class NarrowLdsAccess(Rule):
             return []
         tiles = ctx.shared(("irs103_tiles",), lambda: TileIndex(facts, module))
         threads = (module.num_warps or 0) * (module.threads_per_warp or 0)
+        generated = inductor_kernel(ctx)
         findings = []
         for program in ctx.programs:
             if program.isa not in ("amdgcn", "ptx"):
@@ -136,10 +143,11 @@ class NarrowLdsAccess(Rule):
                     per_loop = _per_loop(graph, group)
                     if not _costs(fn, graph, loops, group, per_loop, size):
                         continue
-                    findings.append(self._finding(ctx, program, fn, loops, per_loop, feeds, tiles, operand, group))
+                    findings.append(self._finding(ctx, program, fn, loops, per_loop, feeds, tiles, operand, group,
+                                                  generated))
         return findings
 
-    def _finding(self, ctx, program, fn, loops, per_loop, feeds, tiles, operand, group: _Group):
+    def _finding(self, ctx, program, fn, loops, per_loop, feeds, tiles, operand, group: _Group, generated):
         conditional: Counter = Counter()
         for ins in group.instructions:
             loop = ctx.graph(program, fn).loop_of(ins.index)
@@ -165,7 +173,7 @@ class NarrowLdsAccess(Rule):
         file, line = group.python
         message = (f"LDS {kind} of {group.width} B per lane ({what}) from {_where(group.site, file, line)}: "
                    f"{'; '.join(parts)}")
-        cause, fix = _cause(fn, feeds, tiles, operand, group)
+        cause, fix = _cause(fn, feeds, tiles, operand, group, generated)
         message += f"; {cause}"
         severity = "warning" if in_loop and group.width < DWORD else "info"
         first_loop = loops[per_loop.most_common(1)[0][0]] if per_loop else None
@@ -332,13 +340,14 @@ def _natural_width(operand: _Operand | None, program_isa: str) -> int:
     return DWORD if element >= DWORD else OPERAND_BYTES
 
 
-def _cause(fn, feeds, tiles: TileIndex, operand: _Operand | None, group: _Group) -> tuple[str, str]:
+def _cause(fn, feeds, tiles: TileIndex, operand: _Operand | None, group: _Group,
+           generated: InductorKernel | None) -> tuple[str, str]:
     """Why the accesses are narrow, and the fix that goes with what the tile is (loaded from memory,
     computed in registers, a dot's result or loop-carried state, a broadcast) and with its layouts."""
     tile, module = group.tile, tiles.module
     loads = [i for i in fn.instructions if i.kind == isa.GLOBAL_LOAD and i.memory and i.memory.width_bytes
              and instruction_site(i.source, tiles.library)[0] == group.site]
-    origin = _origin(module, tile)
+    origin = tile_origin(module, tile)
     if group.direction == "write" and origin.kind == "memory" and loads \
             and max(i.memory.width_bytes for i in loads) <= group.width:
         widest = max(loads, key=lambda i: i.memory.width_bytes)
@@ -373,6 +382,9 @@ def _cause(fn, feeds, tiles: TileIndex, operand: _Operand | None, group: _Group)
                     "this epilogue conversion runs once per tile, after the K loop, and its width is the "
                     "compiler's choice: Triton 3.6 writes it 16 B per lane (st.shared.v4.b32 in the sm_90 GEMM, "
                     "ds_write_b128 in the gfx942 split-K GEMM)")
+        transpose = convert_transpose(module, conv)
+        if transpose is not None:
+            return _transpose_cause(text, conv, transpose, generated)
         return (f"{text} moves the tile {group.width} B at a time",
                 "find why the op at this line wants another layout: a store whose pointers lost their "
                 "contiguity facts (IRS102) gets a 1-element layout, and restoring them with tl.multiple_of / "
@@ -380,7 +392,36 @@ def _cause(fn, feeds, tiles: TileIndex, operand: _Operand | None, group: _Group)
     return ("the tile goes through LDS", "keep the tile contiguous along the dimension its consumer reads")
 
 
-def _operand_cause(feeds, module, operand: _Operand, origin, group: _Group) -> tuple[str, str]:
+def _transpose_cause(text: str, conv, transpose: Transpose, generated: InductorKernel | None) -> tuple[str, str]:
+    """A convert that transposes a tile between the layouts of tensors read or written along different
+    dimensions: the cause is the kernel's data, and the two layouts bound the width."""
+    t = transpose
+    bound = "one element" if t.bound == 1 else f"at most {t.bound} elements"
+    sides = []
+    for layout, dim in ((conv.source, t.source_dim), (conv.target, t.target_dim)):
+        ops = t.users.get(layout) or []
+        if not ops:
+            continue
+        named = {f"{arg or 'a tensor'} {'loaded' if kind == 'load' else 'stored'}": None for kind, _, arg in ops}
+        lines = sorted({line for _, line, _ in ops})
+        where = f"line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))}"
+        sides.append(f"{' and '.join(named)} along dim {dim} ({layout}, .ttgir {where})")
+    memory = f" ({'; '.join(sides)})" if sides else ""
+    cause = (f"{text} transposes the {_shape(conv.shape)} {conv.element} tile: a thread's run is {t.source_run} "
+             f"elements along dim {t.source_dim} in {conv.source} and {t.target_run} along dim {t.target_dim} in "
+             f"{conv.target}, so in any LDS order one side moves {bound} at a time{memory}")
+    data = ("only tensors laid out alike remove it (e.g. the one read along the other dimension made contiguous "
+            "like the rest, once, outside the hot path); which side is narrow is Triton's choice of LDS order "
+            "and swizzle")
+    if generated is not None:
+        return cause, ("the transpose is the computation's, not a missing hint: inductor generated this kernel to "
+                       "read these tensors along different dimensions, and no config it picks (tile sizes, "
+                       f"num_warps) and nothing edited by hand removes it: {data}")
+    return cause, ("the transpose is the computation's: no pointer hint (tl.multiple_of), stride or block size "
+                   f"removes it; {data}; otherwise it is the cost of the transposed access")
+
+
+def _operand_cause(feeds, module, operand: _Operand, origin: Origin, group: _Group) -> tuple[str, str]:
     tile = group.tile
     fed = sorted({(m.opcode, name, m.args[1] if name == "A" else m.args[2])
                   for i in group.instructions for m, name in feeds.get(i.index, ()) if len(m.args) > 2})
@@ -396,7 +437,7 @@ def _operand_cause(feeds, module, operand: _Operand, origin, group: _Group) -> t
                  f"{tile.python[0].rsplit('/', 1)[-1]}:{tile.python[1]})"
     what = f"the dot's {operand.name} tile{staged}"
     order, k_dim = operand.order, operand.k_dim
-    held = _held(module, tile)
+    held = held_elements(module, tile.source, tile.shape)
     per_thread = max(1, group.width // _element_bytes(operand.element))
     state = origin.kind in ("state", "dot")
     stored_alias = module.aliases.get(operand.stored)
@@ -467,114 +508,6 @@ def _operand_cause(feeds, module, operand: _Operand, origin, group: _Group) -> t
     return cause, ("give each thread more contiguous elements of the tile along the dimension the LDS layout keeps "
                    "contiguous (for a tile computed in registers, such as a dequantized operand, produce it along "
                    "that dimension), so it moves 8-16 bytes at a time")
-
-
-@dataclass(frozen=True)
-class _Origin:
-    kind: str  # "memory", "broadcast", "state" (loop-carried), "dot" (a dot's result), "computed"
-    text: str  # what the tile is, in words
-    detail: tuple = ()  # for "broadcast": the shape broadcast from
-
-
-_LOADS = ("tt.load", "amdg.buffer_load", "tt.descriptor_load")
-_DOT_OPS = ("tt.dot", "ttng.warp_group_dot", "tt.dot_scaled")
-# Ops that carry values over unchanged in what they are (a layout, a width, a type).
-_COPIES = ("ttg.convert_layout", "amdg.in_thread_transpose", "arith.trunc", "arith.ext", "tt.fp_to_fp", "tt.bitcast",
-           "tt.trans", "tt.reshape", "ttg.local_load")
-_WALK = ("arith.", "math.", *_COPIES)
-
-
-def _origin(module, tile: LdsOp) -> _Origin:
-    """What the tile is, followed back from the value written to LDS (a read: what its writers stored)
-    through copies (converts, casts, loop plumbing): loaded from memory, a broadcast load, a dot's
-    result, loop-carried state (an iter_arg), or computed in registers (and from what)."""
-    from irscope.opgraph import value_flow
-
-    if tile.trip is None and not tile.source:  # read from a buffer an async copy filled
-        return _Origin("memory", "loaded from memory")
-    writers = tile.trip.writers if tile.trip is not None else (tile.op,)
-    stored = [module.ops[i].operands[0] for i in writers if module.ops[i].operands]
-    flow = value_flow(module)
-    frontier = [(vid, True) for vid in stored]  # (value, reached through copies only)
-    seen, found = set(), set()
-    while frontier:
-        vid, pure = frontier.pop()
-        if (vid, pure) in seen or len(seen) > 96:
-            continue
-        seen.add((vid, pure))
-        copies = flow.sources(vid)
-        if copies:  # an iter_arg, or a loop's or if's result: what flows into it
-            if pure and module.values[vid].kind == "argument":
-                found.add(("state", True))
-            frontier.extend((c, pure) for c in copies)
-            continue
-        definer = flow.defining(vid)
-        if definer is None:
-            continue
-        name = definer.canonical_name
-        if name in _LOADS:
-            shape = _broadcast_from(module, definer)
-            if shape and pure:
-                return _Origin("broadcast", "a broadcast load", shape)
-            found.add(("memory", pure))
-        elif name in _DOT_OPS:
-            found.add(("dot", pure))
-        elif name.startswith(_WALK) or name in _WALK:
-            copy = name.startswith(_COPIES) or name in _COPIES
-            found.add(("computed", pure and not copy))
-            frontier.extend((v, pure and copy) for v in definer.operands if hasattr(module.values[v].type, "shape"))
-        else:
-            found.add(("computed", pure))
-    pure = {kind for kind, p in found if p}
-    if "state" in pure:
-        return _Origin("state", "loop-carried state (an iter_arg: e.g. a dot's accumulator, staged as the next "
-                                "dot's operand)")
-    if "dot" in pure:
-        return _Origin("dot", "the result of a dot, staged as the next dot's operand")
-    if pure <= {"memory"} and "memory" in pure:
-        return _Origin("memory", "loaded from memory")
-    inputs = {kind for kind, _ in found}
-    if "dot" in inputs:
-        return _Origin("computed", "computed in registers from a dot's result")
-    if "memory" in inputs:
-        return _Origin("computed", "computed in registers from loaded data (e.g. a dequantized operand)")
-    return _Origin("computed", "computed in registers")
-
-
-def _broadcast_from(module, load) -> tuple:
-    """The shape a load's addresses vary over, where they stay the same along a dimension of the tile
-    (stride 0: a 128x1 row scale loaded as 128x128); () when they vary along every dimension."""
-    from irscope.pointer_strides import PointerStrides, address_strides
-
-    strides = address_strides(PointerStrides(module), load)
-    shape = tuple(getattr(module.values[load.results[0]].type, "shape", ())) if load.results else ()
-    if not strides or len(strides) != len(shape):
-        return ()
-    if not any(s == 0 and d != 1 for s, d in zip(strides, shape)):
-        return ()
-    return tuple(1 if s == 0 else d for s, d in zip(strides, shape))
-
-
-def _held(module, tile: LdsOp) -> dict[int, int] | None:
-    """Elements a thread holds along each dimension of the written register layout (from its register
-    bases: each one that steps along a single dimension doubles that dimension's count)."""
-    from irscope.layout_to_linear import layout_to_linear
-
-    layout = module.aliases.get(tile.source)
-    if layout is None:
-        return None
-    try:
-        linear = layout_to_linear(layout, tuple(tile.shape))
-    except (ValueError, NotImplementedError, TypeError):
-        return None
-    if linear is None or "register" not in linear.in_names:
-        return None
-    held = dict.fromkeys(range(len(tile.shape)), 1)
-    for basis in linear.basis("register"):
-        dims = [d for d, step in enumerate(basis) if step]
-        if len(dims) == 1:
-            held[dims[0]] *= 2
-    return held
 
 
 def _warps(layout) -> list:

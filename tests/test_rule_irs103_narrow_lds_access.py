@@ -256,6 +256,24 @@ def test_fix_texts_follow_what_the_tile_is(corpus_findings):
     assert "warps [8, 1]" in chained.message and "produce it along" not in chained.fix
 
 
+@pytest.mark.parametrize("key, element, opcode", [
+    ("sm_90/inductor_llama_block/4a5cf39637dc/IRS103/ptx:216", "64x32 bf16", "ld.shared.b16"),
+    ("sm_90/inductor_llama_block/dbae46e784fa/IRS103/ptx:1235", "32x32 f32", "st.shared.b32"),
+])
+def test_an_inductor_transpose_is_the_datas_not_a_lost_contiguity_fact(corpus_findings, key, element, opcode):
+    """inductor's RoPE kernels (H100 run) load the cos/sin table (in_ptr1) along dim 0 and the bf16
+    activations and output along dim 1, and transpose each tile through LDS (#blocked [1, 8] order [1, 0]
+    vs #blocked1 [4, 1] order [0, 1]). Each thread's run lies along another dimension in each layout, so a
+    side moves one element at a time; the fix was 'restore the store's contiguity facts (tl.multiple_of)'
+    for a store already 16 B a lane, in a kernel nobody edits by hand."""
+    (f,) = _at(corpus_findings, key)
+    assert f"({opcode})" in f.message and f"transposes the {element} tile" in f.message
+    assert "one side moves one element at a time" in f.message
+    assert "in_ptr1 loaded along dim 0" in f.message and "out_ptr0 stored along dim 1" in f.message
+    assert "tl.multiple_of" not in f.fix and "IRS102" not in f.fix
+    assert "inductor generated this kernel" in f.fix and "laid out alike" in f.fix
+
+
 def test_no_message_names_an_unroll_factor_or_zero_elements(corpus_findings):
     """Issue 21 defect 3 (the unroll estimate) and defect 7 ('0 elements at a time')."""
     assert corpus_findings
