@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from irscope import isa
 from irscope.rule import Rule
 from irscope.rules._inductor import InductorKernel, inductor_kernel
-from irscope.rules._lds_origin import Origin, Transpose, convert_transpose, held_elements, tile_origin
+from irscope.rules._lds_origin import (Origin, Transpose, contiguous_runs, convert_transpose, held_elements,
+                                       tile_origin)
 from irscope.rules._lds_tiles import (LdsOp, TileIndex, element_bytes, instruction_site, layout_key, op_site,
                                       operand_index, tile_bytes)
 from irscope.rules.irs202_barriers_per_iteration import kernel_loops
@@ -470,7 +471,10 @@ def _operand_cause(feeds, module, operand: _Operand, origin: Origin, group: _Gro
         return cause, (f"the tile is {origin.text}, and its producer's layout ({operand.stored}) runs along dim "
                        f"{order[0]}: nothing in memory to reorder; produce it along K (dim {k_dim}) if the "
                        f"algorithm allows, so that it reaches LDS in the order the matrix instruction reads it")
-    major = max(held, key=lambda d: (held[d], d == k_dim)) if held else None
+    # The dimension a thread's consecutive elements run along: its contiguous run first (a 16x16 share
+    # held as 16-wide rows runs along them), then what it holds in all.
+    runs = contiguous_runs(module, tile.source, tile.shape) or {}
+    major = max(held, key=lambda d: (runs.get(d, 1), held[d], d == k_dim)) if held else None
     transposed = order and k_dim is not None and order[0] == k_dim and major is not None and major != k_dim
     if group.direction == "write" and transposed:
         k_held = held[k_dim]
@@ -505,9 +509,30 @@ def _operand_cause(feeds, module, operand: _Operand, origin: Origin, group: _Gro
         return cause, (f"the tile is {origin.text} in the matrix instruction's output layout ({operand.stored}), "
                        f"staged to become the next dot's {operand.name} operand: the width follows that layout, "
                        f"which no load or store hint changes; the round trip is the cost of chaining the two dots")
+    spread = _spread_one_each(stored_alias, order, tile.shape)
+    if spread and origin.kind == "computed":
+        d, threads = spread
+        return cause, (f"the tile is {origin.text}, and its layout ({operand.stored}) already runs along dim {d}, "
+                       f"the one LDS keeps contiguous, but spreads its {tile.shape[d]} elements there over "
+                       f"{threads} threads, one each: Triton chose it for the ops that produce the tile (for a "
+                       f"dequantized operand, the loads of its packed data and its scales). A block longer than "
+                       f"{threads} along dim {d}, or fewer warps, leaves each thread a run to write 8-16 bytes at a "
+                       f"time")
     return cause, ("give each thread more contiguous elements of the tile along the dimension the LDS layout keeps "
                    "contiguous (for a tile computed in registers, such as a dequantized operand, produce it along "
                    "that dimension), so it moves 8-16 bytes at a time")
+
+
+def _spread_one_each(layout, order, shape: tuple) -> tuple[int, int] | None:
+    """(dim, threads) when a blocked layout gives a thread 1 element along the LDS-contiguous dim
+    `order[0]` because the tile's extent there is no more than the threads laid along it."""
+    if type(layout).__name__ != "Blocked" or not order:
+        return None
+    d = order[0]
+    threads = layout.threads_per_warp[d] * layout.warps_per_cta[d]
+    if layout.size_per_thread[d] == 1 and shape[d] <= threads:
+        return d, threads
+    return None
 
 
 def _warps(layout) -> list:

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, fixture_findings, pick_fixture
+from conftest import FIXTURES, fixture_findings, pick_fixture, triton_cache_at
 
 from irscope.rules.irs103_narrow_lds_access import NarrowLdsAccess
 
@@ -233,15 +233,26 @@ def test_small_vectors_are_not_reported_beside_a_tile_of_the_same_line(corpus_fi
 @pytest.mark.parametrize("key, opcode", [
     ("gfx942/torchao_int8_matmul/655152b56592/IRS103/amdgcn:419", "ds_read_u8"),
     ("gfx942/torchao_int8_matmul/97847b6a764a/IRS103/amdgcn:352", "ds_read_u8"),
-    ("sm_90/torchao_int8_matmul/431a563ea70e/IRS103/ptx:830", "st.shared.b8"),
-    ("sm_90/torchao_int8_matmul/77a6217a5616/IRS103/ptx:344", "st.shared.b8"),
 ])
 def test_int8_operand_traffic_on_the_dots_line_belongs_to_the_tile_feeding_the_dot(corpus_findings, key, opcode):
-    """torchao's int8 B tile is read (gfx942) or transposed (sm_90) a byte at a time; LLVM gives those
-    instructions the tl.dot line, not the load line of the TTGIR local_alloc/local_load."""
+    """torchao's int8 B tile is read a byte at a time on gfx942; LLVM gives those instructions the
+    tl.dot line, not the load line of the TTGIR local_alloc/local_load."""
     (f,) = _at(corpus_findings, key)
     assert f.severity == "warning" and f"of 1 B per lane ({opcode})" in f.message
     assert "the dot's B tile (the instructions carry the dot's line; the tile is staged at" in f.message
+
+
+@pytest.mark.parametrize("key", ["sm_90/torchao_int8_matmul/431a563ea70e/IRS103/ptx:830",
+                                 "sm_90/torchao_int8_matmul/77a6217a5616/IRS103/ptx:344"])
+def test_int8_b_tile_transposed_in_inline_asm_is_the_b_tile_at_its_load_line(corpus_findings, key):
+    """On sm_90 the byte stores that transpose torchao's N-contiguous int8 B tile into K-major shared
+    memory are inline asm (prmt byte extraction); LLVM writes a .loc before each asm line, counting up
+    from the load line. With a block's first .loc kept they carry the load line and are the B tile
+    itself, a transpose: 431a563ea70e holds 16x16 per thread, its 16-element run along N."""
+    (f,) = _at(corpus_findings, key)
+    assert f.severity == "warning" and "of 1 B per lane (st.shared.b8)" in f.message
+    assert "the dot's B tile is transposed on its way into LDS" in f.message
+    assert "N x K tensor used through tl.trans" in f.fix
 
 
 def test_fix_texts_follow_what_the_tile_is(corpus_findings):
@@ -299,8 +310,6 @@ def _fp8_gemm(tmp_path, monkeypatch, b_k_contiguous: bool, block_k: int, nonk: i
     sys.path.insert(0, str(FIXTURES / "kernels"))
     from gemm import matmul_kernel
 
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(triton.knobs.cache, "dir", str(tmp_path))
     sig = {"a_ptr": "*fp8e4nv", "b_ptr": "*fp8e4nv", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
            "stride_am": "i32", "stride_ak": "constexpr", "stride_bk": "constexpr" if b_k_contiguous else "i32",
            "stride_bn": "i32" if b_k_contiguous else "constexpr", "stride_cm": "i32", "stride_cn": "constexpr",
@@ -309,8 +318,10 @@ def _fp8_gemm(tmp_path, monkeypatch, b_k_contiguous: bool, block_k: int, nonk: i
                   "stride_bk" if b_k_contiguous else "stride_bn": 1}
     names = list(sig)
     attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in names if sig[n] != "constexpr" and n != "M"}
-    kernel = triton.compile(ASTSource(matmul_kernel, sig, constexprs, attrs), target=GPUTarget("hip", "gfx942", 64),
-                            options={"num_warps": 4, "num_stages": 2, "matrix_instr_nonkdim": nonk})
+    with triton_cache_at(tmp_path):
+        kernel = triton.compile(ASTSource(matmul_kernel, sig, constexprs, attrs),
+                                target=GPUTarget("hip", "gfx942", 64),
+                                options={"num_warps": 4, "num_stages": 2, "matrix_instr_nonkdim": nonk})
     report = scan(tmp_path, index=None, rules=RuleSelection.only(NarrowLdsAccess))
     (kernel_report,) = report.kernels
     return kernel.asm["amdgcn"], list(kernel_report.findings)
