@@ -102,9 +102,8 @@ def broadcast_from(module, load) -> tuple:
     return tuple(1 if s == 0 else d for s, d in zip(strides, shape))
 
 
-def held_elements(module, layout_name: str, shape: tuple) -> dict[int, int] | None:
-    """Elements a thread holds along each dimension of a register layout (from its register bases:
-    each one that steps along a single dimension doubles that dimension's count)."""
+def _register_bases(module, layout_name: str, shape: tuple) -> list | None:
+    """The register bases of a register layout over `shape` (its linear-layout form), or None."""
     from irscope.layout_to_linear import layout_to_linear
 
     layout = module.aliases.get(layout_name)
@@ -116,8 +115,17 @@ def held_elements(module, layout_name: str, shape: tuple) -> dict[int, int] | No
         return None
     if linear is None or "register" not in linear.in_names:
         return None
+    return list(linear.basis("register"))
+
+
+def held_elements(module, layout_name: str, shape: tuple) -> dict[int, int] | None:
+    """Elements a thread holds along each dimension of a register layout (from its register bases:
+    each one that steps along a single dimension doubles that dimension's count)."""
+    bases = _register_bases(module, layout_name, shape)
+    if bases is None:
+        return None
     held = dict.fromkeys(range(len(shape)), 1)
-    for basis in linear.basis("register"):
+    for basis in bases:
         dims = [d for d, step in enumerate(basis) if step]
         if len(dims) == 1:
             held[dims[0]] *= 2
@@ -128,19 +136,11 @@ def contiguous_runs(module, layout_name: str, shape: tuple) -> dict[int, int] | 
     """The run of consecutive elements a thread holds along each dimension of a register layout
     (sizePerThread for a blocked layout): register bases stepping 1, 2, 4, ... along that dimension
     alone; the repeats of a layout smaller than the tile are further apart and do not count."""
-    from irscope.layout_to_linear import layout_to_linear
-
-    layout = module.aliases.get(layout_name)
-    if layout is None:
-        return None
-    try:
-        linear = layout_to_linear(layout, tuple(shape))
-    except (ValueError, NotImplementedError, TypeError):
-        return None
-    if linear is None or "register" not in linear.in_names:
+    bases = _register_bases(module, layout_name, shape)
+    if bases is None:
         return None
     runs = dict.fromkeys(range(len(shape)), 1)
-    for basis in linear.basis("register"):
+    for basis in bases:
         dims = [d for d, step in enumerate(basis) if step]
         if len(dims) == 1 and basis[dims[0]] == runs[dims[0]]:
             runs[dims[0]] *= 2
