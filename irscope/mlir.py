@@ -164,6 +164,21 @@ class MlirModule:
         value = self.values[value_id]
         return self.ops[value.owner] if value.kind == "result" else None
 
+    def producer_named(self, value_id: int, names, limit: int, follow=None) -> Optional[Op]:
+        """The nearest op named in `names` behind `value_id`, walking back through the operands of
+        other ops (those `follow(value_id)` accepts, when given) over at most `limit` values."""
+        todo, seen = [value_id], set()
+        while todo and len(seen) < limit:
+            vid = todo.pop()
+            seen.add(vid)
+            op = self.defining_op(vid)
+            if op is None:
+                continue
+            if op.canonical_name in names:
+                return op
+            todo += [v for v in op.operands if v not in seen and (follow is None or follow(v))]
+        return None
+
     def enclosing_loops(self, op: Op) -> list[Op]:
         """The scf.for / scf.while ops around `op`, innermost first."""
         loops, parent = [], op.parent

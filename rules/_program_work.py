@@ -94,14 +94,4 @@ def loops_over_a_share(module) -> bool:
 
 
 def _from_program_id(module, vid: int, limit: int = 24) -> bool:
-    todo, seen = [vid], set()
-    while todo and len(seen) < limit:
-        vid = todo.pop()
-        seen.add(vid)
-        op = module.defining_op(vid)
-        if op is None:
-            continue
-        if op.canonical_name == "tt.get_program_id":
-            return True
-        todo += [v for v in op.operands if v not in seen]
-    return False
+    return module.producer_named(vid, ("tt.get_program_id",), limit) is not None

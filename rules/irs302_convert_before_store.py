@@ -198,18 +198,8 @@ def lane_run(layout, bits: int | None) -> tuple[int, int] | None:
 def slice_origin(module, vid: int, limit: int = 16):
     """The tt.reduce or tt.reshape a slice-layout value comes from, through elementwise ops of the same layout."""
     ref = getattr(module.values[vid].type, "encoding_ref", None)
-    todo, seen = [vid], set()
-    while todo and len(seen) < limit:
-        vid = todo.pop()
-        seen.add(vid)
-        op = module.defining_op(vid)
-        if op is None:
-            continue
-        if op.canonical_name in ("tt.reduce", "tt.reshape"):
-            return op
-        todo += [v for v in op.operands
-                 if v not in seen and getattr(module.values[v].type, "encoding_ref", None) == ref]
-    return None
+    return module.producer_named(vid, ("tt.reduce", "tt.reshape"), limit,
+                                 follow=lambda v: getattr(module.values[v].type, "encoding_ref", None) == ref)
 
 
 def fastest_stride(module, store, layout):
