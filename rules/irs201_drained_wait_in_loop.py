@@ -14,18 +14,29 @@ from irscope.rules.irs202_barriers_per_iteration import DOT_OPS
 # The counters global loads increment: vmcnt on gfx9-gfx11 (gfx10/11 count stores apart, in
 # vscnt), loadcnt on gfx12.
 LOAD_COUNTERS = ("vmcnt", "loadcnt")
+LDS_COUNTERS = ("lgkmcnt", "dscnt")
 GLOBAL_KINDS = (isa.GLOBAL_LOAD, isa.ASYNC_COPY)
-# A drain that fewer instructions than this separate from the global load it waits for has
-# nothing in between to cover the load's latency: 15 VALU/SALU/LDS instructions issue in well
-# under 100 cycles, a global load takes hundreds even when it hits in L2. Over the fixtures
-# the flagged drains sit 0-13 instructions after their closest load with at most one MFMA
-# between; the next closest are 16 (Triton 3.6 gfx950 GEMM, 2 MFMAs: borderline, not
-# flagged) and 18-19 with 4-8 MFMAs; Triton 3.6's gfx942 GEMMs hide theirs behind 32 MFMAs.
-MAX_GAP = 16
-# ... unless the gap is made of matrix instructions: each 32x32 MFMA occupies the SIMD for 16
-# passes (64 cycles), so four or more in the gap are real cover. None of the flagged drains has
-# more than one.
-MAX_MATRIX = 3
+# How much of a global load's latency the wave's own work between the load and its drain can
+# cover, in cycles of one wave on its SIMD. Upper estimates, so that a drain reported is one
+# that no schedule detail rescues:
+# - a wave issues at most one instruction every 4 cycles (CDNA/GCN offer each SIMD an issue
+#   slot once per 4 cycles; a wave64 VALU op takes those 4 on a SIMD16), and a transcendental
+#   (v_exp, v_log, v_rcp, v_rsq, v_sqrt, v_sin, v_cos) runs at quarter rate: 16;
+ISSUE_CYCLES = 4
+TRANSCENDENTAL_CYCLES = 16
+TRANSCENDENTAL = ("v_exp_", "v_log_", "v_rcp_", "v_rsq_", "v_sqrt_", "v_sin_", "v_cos_")
+# - an MFMA occupies the SIMD for up to 16 passes of 4 cycles (32x32 f16/bf16/i8 on gfx90a;
+#   gfx942 and gfx950 run the same shapes in 8 or fewer passes);
+MATRIX_CYCLES = 64
+# - an LDS wait (lgkmcnt) in between stalls for one LDS read: 52-64 cycles without bank
+#   conflicts, as measured on gfx942 with s_memtime (github.com/tingqli/pyhip docs/mem_latency.md).
+LDS_WAIT_CYCLES = 64
+# A global load that goes to HBM takes 500-800 cycles on gfx942 (the same measurement, one wave
+# per CU). A drain whose wave has fewer cycles of work than the lower end between the load and
+# the wait stalls for the rest, unless other waves on the SIMD fill it.
+LATENCY_FLOOR = 500
+# No path of this many instructions can be under the floor: the search stops there.
+MAX_GAP = LATENCY_FLOOR // ISSUE_CYCLES
 
 
 @dataclass(frozen=True)
@@ -34,6 +45,7 @@ class _Drain:
     load: int  # the closest global load it waits for, in the same loop
     gap: int  # instructions between the two, on the shortest path inside the loop
     matrix: int  # matrix instructions among them
+    cycles: int  # the wave's own work among them, in cycles (upper estimate: see ISSUE_CYCLES)
     loads: frozenset[int]  # every in-loop global load it waits for
     reload: int | None  # a scratch reload issued after `load` that the wait is also for (a spill)
 
@@ -43,14 +55,23 @@ class DrainedWaitInLoop(Rule):
 
     ## What it does
     Finds `s_waitcnt vmcnt(0)` (gfx12: `s_wait_loadcnt 0x0`) inside a loop that waits for a
-    global or buffer load of the same loop issued fewer than 16 instructions earlier, with
-    at most 3 MFMA/WMMA instructions in between (the count follows the shortest path, around
-    the back edge for a load issued at the end of the previous iteration). It names the wait,
-    the closest load, the distance, the Python line of the load and the loop, one finding per
-    loop. A wait that is there for a scratch reload (a register spill) still drains every
-    older global load, since the counter counts in issue order; the message says so.
-    LDS waits (`lgkmcnt(0)` / `s_wait_dscnt`) are not reported: LDS latency is short and
-    most of them guard the `s_barrier` that hands an LDS tile from writers to readers.
+    global or buffer load of the same loop with too little of the wave's own work between
+    them to cover the load. The work is counted in cycles along the shortest path inside the
+    loop (around the back edge for a load issued at the end of the previous iteration, and
+    through exec-masked blocks that `s_cbranch_execz` skips only when no lane needs them): 4
+    cycles an instruction, 16 a transcendental, 64 an MFMA or an LDS wait (upper estimates,
+    so a reported drain is one that no schedule detail rescues). A global load that goes to
+    HBM takes 500-800 cycles on gfx942 (measured with `s_memtime`, one wave per CU:
+    github.com/tingqli/pyhip, docs/mem_latency.md). A drain with fewer than 500 cycles of
+    work before it is reported as a warning when the kernel's waves per SIMD together have
+    fewer than 500 (the SIMD idles), and as info when they have more but the wave still waits
+    longer than it works (under 250 cycles); otherwise other waves fill the stall and it is
+    not reported. It names the wait, the load, the instructions, MFMAs and cycles between, the
+    Python line of the load and the loop, one finding per loop. A wait that is there for a
+    scratch reload (a register spill) still drains every older global load, since the
+    counter counts in issue order; the message says so. LDS waits (`lgkmcnt(0)` /
+    `s_wait_dscnt`) are not reported: LDS latency is short and most of them guard the
+    `s_barrier` that hands an LDS tile from writers to readers.
 
     ## Why is this bad?
     `vmcnt(0)` stops the wave until every vector-memory operation it issued has returned.
@@ -74,6 +95,8 @@ class DrainedWaitInLoop(Rule):
         s_waitcnt vmcnt(0)                               ; line 843, 13 instructions later
         ds_write2st64_b64 v151, v[70:71], v[66:67] offset1:8
 
+    That is about 172 cycles of work (the MFMA and the LDS wait 64 each), and the kernel's 2
+    waves per SIMD have 344 between them: the SIMD idles for the rest of the load.
     The other 31 MFMAs of the iteration come after the wait, although the TTGIR puts the
     `tt.dot` before the `ttg.local_store`. The same kernel from Triton 3.6 has 32 MFMAs
     between its last load and its `vmcnt(0)` and is not reported. The unaligned GEMM (gfx942,
@@ -84,7 +107,10 @@ class DrainedWaitInLoop(Rule):
     the MFMAs before the wait: in the fixtures, Triton 3.9 with `num_warps=8, num_stages=3`
     (`gemm_nw8_s3`) has 15 MFMAs between the last load and the wait, and Triton 3.6 puts
     all 32 there for this very kernel. More waves per SIMD (fewer VGPRs, smaller tiles) let
-    other waves fill the stall. Keep the loads wide (IRS101) so there are fewer to drain.
+    other waves fill the stall (the message says when the kernel already runs the SIMD's
+    maximum). In a loop with no `tl.dot` (a row reduction, a recurrence), Triton's pipeliner
+    does not stage the loads: load the next block into a loop-carried variable one iteration
+    ahead. Keep the loads wide (IRS101) so there are fewer to drain.
     Where the wait is for a spill reload, remove the spills first: smaller
     `BLOCK_M`/`BLOCK_N`, fewer stages, no `waves_per_eu` that caps the VGPRs below what the
     loop needs.
@@ -101,6 +127,7 @@ class DrainedWaitInLoop(Rule):
         if program is None:
             return []
         findings = []
+        waves = _waves_per_simd(ctx)
         for fn in program.functions:
             graph = ctx.graph(program, fn)
             paths = _Paths(fn)
@@ -112,14 +139,15 @@ class DrainedWaitInLoop(Rule):
                 if loop is None:
                     continue
                 drain = _drain(fn, paths, loop, w)
-                if drain is not None:
+                # Other waves may fill the stall: then only a wave that waits longer than it works is news.
+                if drain is not None and (drain.cycles * waves < LATENCY_FLOOR or drain.cycles < LATENCY_FLOOR // 2):
                     groups.setdefault((loop.header, w.counter), []).append(drain)
             for (header, counter), drains in sorted(groups.items()):
                 findings.append(self._finding(ctx, program, fn, fn.blocks[header], counter, drains))
         return findings
 
     def _finding(self, ctx, program, fn, header, counter, drains):
-        worst = min(drains, key=lambda d: (d.gap, d.wait))
+        worst = min(drains, key=lambda d: (d.cycles, d.wait))
         wait, load = fn.instructions[worst.wait], fn.instructions[worst.load]
         where = f"{os.path.basename(load.source.file)}:{load.source.line}" if load.source else "no source line"
         loop = f"the loop at {header.label} (line {header.line})" if header.label else \
@@ -127,32 +155,45 @@ class DrainedWaitInLoop(Rule):
         if worst.gap == 0:
             gap = "right after it is issued, with no instruction between"
         else:
-            gap = (f"only {worst.gap} instruction{'s' if worst.gap != 1 else ''} after it is issued"
-                   f"{' (across the back edge)' if worst.load > worst.wait else ''}{_matrix_words(worst.matrix)}")
+            gap = (f"{worst.gap} instruction{'s' if worst.gap != 1 else ''} after it is issued"
+                   f"{' (across the back edge)' if worst.load > worst.wait else ''}{_matrix_words(worst.matrix)}"
+                   f" (at most about {worst.cycles} cycles of this wave's work)")
         closest = f"waits for the {load.opcode} at line {load.line} ({where}) {gap}"
         if len(drains) == 1:
             message = f"`{wait.text}` at line {wait.line} in {loop} {closest}"
         else:
             waits = ", ".join(str(fn.instructions[d.wait].line) for d in sorted(drains, key=lambda d: d.wait))
             message = (f"{len(drains)} {counter} drains in {loop} (waits at lines {waits}) each wait for a global "
-                       f"load fewer than {MAX_GAP} instructions after it is issued; the closest, `{wait.text}` at "
+                       f"load with less work between than its latency; the closest, `{wait.text}` at "
                        f"line {wait.line}, {closest}")
-        message += ": nothing covers the several hundred cycles of global memory latency"
+        message += (f": a global load from HBM takes at least {LATENCY_FLOOR} cycles (measured on gfx942), so the wave "
+                    f"idles for at least {LATENCY_FLOOR - worst.cycles} of them")
+        waves = _waves_per_simd(ctx)
+        covered = waves * worst.cycles >= LATENCY_FLOOR
+        if covered:
+            message += (f"; the kernel's {waves} waves per SIMD have about {waves * worst.cycles} cycles of such work "
+                        "between them, enough to fill the stall while they do not all wait at once")
+        elif waves > 1:
+            message += (f", and the kernel's {waves} waves per SIMD together have about {waves * worst.cycles} cycles "
+                        "of such work: the SIMD idles too")
         spills = [d for d in drains if d.reload is not None]
         if spills:
-            first = fn.instructions[min(spills, key=lambda d: (d.gap, d.wait)).reload]
+            first = fn.instructions[min(spills, key=lambda d: (d.cycles, d.wait)).reload]
             who = "the wait is" if len(drains) == 1 else f"{len(spills)} of these waits are"
             message += (f"; {who} there for a scratch reload (a register spill: {first.opcode} at line {first.line}"
                         f"{'' if len(spills) == 1 else ' and others'}), and {counter} counts in issue order, so "
                         "waiting for the reload drains the global loads too")
+        room = _room_for_waves(ctx)  # no "more waves" advice for a kernel already at the SIMD's maximum
+        more_waves = "" if covered or not room else "; more waves per SIMD hide the stall"
         has_dot = ctx.ttgir is not None and any(True for _ in ctx.ttgir.ops_named(*DOT_OPS))
         if has_dot:
             fix = ("find a schedule that puts the loop's MFMAs between the loads and the wait: try other num_warps / "
-                   "num_stages (or Triton versions) and compare this distance; more waves per SIMD hide the stall")
+                   f"num_stages (or Triton versions) and compare this distance{more_waves}")
         else:  # a reduction or elementwise loop: no matrix work to hide the loads behind
-            fix = ("with no matrix work in the kernel, only other waves can hide the stall: more waves per SIMD (fewer "
-                   "VGPRs or LDS per wave, a smaller BLOCK per program), or load the next block one iteration ahead "
-                   "(Triton's pipeliner stages the loads that feed tl.dot, not these)")
+            fix = ("with no matrix work in the kernel, load the next block one iteration ahead (Triton's pipeliner "
+                   "stages the loads that feed tl.dot, not these)" + (
+                       "" if covered or not room else ", or run more waves per SIMD (fewer VGPRs or LDS per wave, a smaller "
+                       "BLOCK per program)"))
         if spills:
             fix += "; first remove the spills that force the waits (smaller tiles, fewer stages, no waves_per_eu cap)"
         lines = [fn.instructions[d.wait].line for d in drains] + [fn.instructions[d.load].line for d in drains]
@@ -160,10 +201,22 @@ class DrainedWaitInLoop(Rule):
         return self.finding(
             ctx, stage="amdgcn", path=program.path, lines=lines,
             python=(load.source.file, load.source.line) if load.source else None,
-            message=message, fix=fix, severity="warning",
+            message=message, fix=fix, severity="info" if covered else "warning",
             evidence={"waits": len(drains), "distance": worst.gap, "matrix_between": worst.matrix,
+                      "cover_cycles": worst.cycles, "waves_per_simd": waves,
                       "global_loads": len(loads), "spill_waits": len(spills)},
         )
+
+
+def _room_for_waves(ctx) -> bool:
+    occ = ctx.occupancy.occupancy if ctx.occupancy is not None else None
+    return occ is None or occ.active < occ.max_active
+
+
+def _waves_per_simd(ctx) -> int:
+    """The waves per SIMD the occupancy calculator gives the kernel; 1 when it is not known."""
+    occ = ctx.occupancy.occupancy if ctx.occupancy is not None else None
+    return max(occ.active, 1) if occ is not None and occ.unit == "waves/SIMD" else 1
 
 
 def _matrix_words(n: int) -> str:
@@ -173,7 +226,8 @@ def _matrix_words(n: int) -> str:
 
 
 def _drain(fn, paths, loop, w) -> _Drain | None:
-    """The closest in-loop global load a drain waits for, if too close; else None."""
+    """The in-loop global load a drain waits for with the least work between, if too little to
+    cover a global load's latency; else None."""
     best = None
     loads = set()
     for op in w.waited:
@@ -181,23 +235,33 @@ def _drain(fn, paths, loop, w) -> _Drain | None:
         if instr.kind not in GLOBAL_KINDS or paths.block[op.instruction] not in loop.blocks:
             continue
         loads.add(op.instruction)
-        # A path of MAX_GAP instructions or more cannot make a drain, whichever load is closest:
+        # A path of MAX_GAP instructions or more is over the floor, whichever load is closest:
         # the search stops there (segments() says None, as for a load the loop cannot reach).
-        gap = paths.segments(op.instruction, w.wait, loop.blocks, MAX_GAP)
-        if gap is None or paths.drains_in(gap, w.counter):
+        segments = paths.segments(op.instruction, w.wait, loop.blocks, MAX_GAP)
+        if segments is None or paths.drains_in(segments, w.counter):
             continue  # not reachable inside the loop, or completed by an earlier drain on the way
-        length = sum(b - a for a, b in gap)
-        if length < MAX_GAP and (best is None or length < best[2]):
-            best = (op.instruction, gap, length)
+        gap = [i for a, b in segments for i in range(a, b)]
+        cycles = sum(_cycles(fn.instructions[i]) for i in gap)
+        if cycles < LATENCY_FLOOR and (best is None or cycles < best[2]):
+            best = (op.instruction, gap, cycles)
     if best is None:
         return None
-    load, segments, _ = best
-    gap = [i for a, b in segments for i in range(a, b)]
+    load, gap, cycles = best
     matrix = sum(fn.instructions[i].kind == isa.MATRIX for i in gap)
-    if matrix > MAX_MATRIX:
-        return None
     reload = next((i for i in reversed(gap) if fn.instructions[i].kind == isa.LOCAL_LOAD), None)
-    return _Drain(w.wait, load, len(gap), matrix, frozenset(loads), reload)
+    return _Drain(w.wait, load, len(gap), matrix, cycles, frozenset(loads), reload)
+
+
+def _cycles(instr) -> int:
+    """One instruction's share of the work that covers a load in flight (upper estimate)."""
+    if instr.kind == isa.MATRIX:
+        return MATRIX_CYCLES
+    if instr.opcode.startswith(TRANSCENDENTAL):
+        return TRANSCENDENTAL_CYCLES
+    if instr.kind == isa.WAIT and instr.wait is not None and any(
+            instr.wait.get(c) is not None for c in LDS_COUNTERS):
+        return LDS_WAIT_CYCLES
+    return ISSUE_CYCLES
 
 
 def _drains(instr, counter: str) -> bool:
@@ -291,6 +355,15 @@ class _Paths:
                     heapq.heappush(heap, (d, p))
         return near
 
+    def _taken(self, block) -> tuple[int, ...]:
+        """The successors a wave goes on to. An `s_cbranch_execz` jumps over exec-masked code only
+        when no lane of the wave is active in it; a wave whose lanes diverge (tanh's two paths, a
+        masked tail) runs it: the path that covers a load goes through it."""
+        last = self.fn.instructions[block.end - 1] if block.end > block.start else None
+        if last is not None and last.opcode == "s_cbranch_execz" and block.index + 1 in block.successors:
+            return (block.index + 1,)
+        return block.successors
+
     def _chain(self, src, dst, blocks, limit: int | None) -> list[int] | None:
         """The blocks strictly between `src` and `dst` on the shortest path inside `blocks`; None
         if there is none of fewer than `limit` instructions in all. Dropping the longer entries
@@ -298,7 +371,7 @@ class _Paths:
         fn = self.fn
         best: dict[int, int] = {}
         came: dict[int, int | None] = {}
-        heap = [(0, s, -1) for s in src.successors if s in blocks]
+        heap = [(0, s, -1) for s in self._taken(src) if s in blocks]
         while heap:
             d, b, prev = heapq.heappop(heap)
             if b in best:
@@ -310,7 +383,7 @@ class _Paths:
             nd = d + block.end - block.start
             if limit is not None and nd >= limit:
                 continue
-            for s in block.successors:
+            for s in self._taken(block):
                 if s in blocks and s not in best:
                     heapq.heappush(heap, (nd, s, b))
         if dst.index not in best:

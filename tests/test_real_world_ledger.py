@@ -175,3 +175,40 @@ def _line_of(finding) -> str:
     from pathlib import Path
 
     return Path(finding.path).read_text().splitlines()[finding.line - 1]
+
+
+def _by_hash(reports, target, script, prefix):
+    import json
+    from pathlib import Path
+
+    for kr in reports[(target, script)].kernels:
+        meta = Path(kr.kernel.directory) / f"{kr.kernel.name}.json"
+        if meta.is_file() and json.loads(meta.read_text()).get("hash", "").startswith(prefix):
+            return kr
+    raise AssertionError(f"no kernel {prefix} in {target}/{script}")
+
+
+def test_drains_are_judged_by_the_cycles_that_cover_them(reports):
+    """Issue 21, defect 12: IRS201's fixed 16-instruction window missed drains 16-23 instructions after the
+    load; it now weighs the wave's own work in cycles (MFMA and LDS wait 64, transcendental 16, else 4)
+    against a 500-cycle HBM load, and the waves per SIMD that can fill the stall."""
+    fla = _by_hash(reports, "gfx942", "fla_linear_attention", "1b6e3b2bb5cf")
+    (f,) = [f for f in fla.findings if f.code == "IRS201"]  # 23 instructions, 2 MFMAs, 1 LDS wait; 1 wave/SIMD
+    assert f.severity == "warning" and f.number("distance") == 23 and f.number("cover_cycles") == 272
+    ao = _by_hash(reports, "gfx942", "torchao_int8_matmul", "ae3b23e2f107")
+    (f,) = [f for f in ao.findings if f.code == "IRS201"]  # 16 instructions, no MFMA; 8 waves/SIMD can fill it
+    assert f.severity == "info" and (f.number("cover_cycles"), f.number("waves_per_simd")) == (64, 8)
+    assert "8 waves per SIMD have about 512 cycles" in f.message and "more waves" not in f.fix
+    # 472 cycles of its own work (2 MFMAs, 4 LDS waits) and 8 waves/SIMD: covered, silent by design
+    quiet = _by_hash(reports, "gfx942", "torchao_int8_matmul", "7f66a4ddbfda")
+    assert not [f for f in quiet.findings if f.code == "IRS201"]
+
+
+def test_a_drain_is_covered_through_the_exec_masked_blocks_a_diverged_wave_runs(reports):
+    """liger's DyT backward computes tanh inline: its slow path sits behind `s_cbranch_execz`, which jumps
+    over it only when no lane needs it. The load's cover runs through those blocks (2 transcendentals, 39
+    instructions), not the 11-instruction jump that the shortest path would take."""
+    kr = _by_hash(reports, "gfx942", "liger_kernel_ops", "0ff105b6e1fa")
+    (f,) = [f for f in kr.findings if f.code == "IRS201"]
+    assert f.number("distance") == 39 and f.number("cover_cycles") == 37 * 4 + 2 * 16
+    assert f.severity == "info" and f.number("waves_per_simd") == 8

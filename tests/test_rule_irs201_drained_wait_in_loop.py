@@ -1,8 +1,9 @@
 """IRS201 drained-wait-in-loop on the real fixtures.
 
-The distances, MFMA counts and load counts are recounted from the `.amdgcn` text itself:
-instruction lines between the load and the wait (across the back edge by following the
-`s_branch` to its label), and loop membership from LLVM's `Loop Header` comments.
+The distances, MFMA counts, cycle estimates and load counts are recounted from the `.amdgcn`
+text itself: instruction lines between the load and the wait (across the back edge by following
+the `s_branch` to its label), 64 cycles an MFMA or LDS wait, 16 a transcendental, 4 any other
+instruction (the rule's documented costs), and loop membership from LLVM's `Loop Header` comments.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ LABEL = re.compile(r"^(\.LBB\d+_\d+):")
 EXPECTED = {
     "3.0": {("gemm_aligned", "gfx942")},
     "3.2": {("gemm_unaligned", "gfx942")},
-    "3.6": {("flash_attn", "gfx90a"), ("gemm_aligned", "gfx1100"), ("gemm_aligned", "gfx1200"),
+    "3.6": {("flash_attn", "gfx90a"), ("flash_attn", "gfx950"), ("gemm_aligned", "gfx1100"), ("gemm_aligned", "gfx1200"),
             ("gemm_unaligned", "gfx942"), ("gemm_unaligned", "gfx90a"), ("gemm_wpe3", "gfx942"),
             ("autotune_gemm", "gfx942")},
     "3.9": {("gemm_aligned", "gfx942"), ("gemm_mfma16", "gfx942"), ("gemm_mfma32", "gfx942"),
@@ -82,6 +83,16 @@ def gap(text: list[str], load: int, wait: int) -> list[str]:
     raise AssertionError("no back-edge branch after the load")
 
 
+def cycles(between: list[str]) -> int:
+    """The rule's cover estimate, recounted: what one wave's own work between load and wait costs."""
+    def cost(line: str) -> int:
+        s = line.strip()
+        if s.startswith("v_mfma") or (s.startswith("s_waitcnt") and "lgkmcnt" in s):
+            return 64
+        return 16 if re.match(r"v_(exp|log|rcp|rsq|sqrt|sin|cos)_", s) else 4
+    return sum(cost(line) for line in between)
+
+
 def loop_lines(text: list[str], header: str) -> list[int]:
     """1-based lines of the blocks LLVM marks as the loop of `header` (`.LBB0_36`)."""
     tag = "Header=BB" + header[len(".LBB"):]
@@ -116,7 +127,11 @@ def test_triton_39_gemm_waits_for_its_b_tile_13_instructions_after_loading_it(re
     assert len(between) == 13 == f.number("distance")
     mfma = [s for s in between if s.strip().startswith("v_mfma")]
     assert len(mfma) == 1 == f.number("matrix_between")
-    assert "only 13 instructions after it is issued (across the back edge), with 1 matrix instruction" in f.message
+    # 11 instructions at issue rate, the MFMA, and the lgkmcnt(0) that waits for its ds_reads
+    assert cycles(between) == 11 * 4 + 64 + 64 == f.number("cover_cycles")
+    assert ("13 instructions after it is issued (across the back edge), with 1 matrix instruction between "
+            "(at most about 172 cycles of this wave's work)") in f.message
+    assert "so the wave idles for at least 328 of them" in f.message
     assert sorted(f.lines) == sorted({wait_line, load_line}) and f.line == wait_line
     # The drain waits for all eight 16-byte loads of the iteration (A and B tiles).
     loads = [n for n in loop_lines(text, loop_label(f)) if GLOBAL_LOAD.match(text[n - 1])]
@@ -139,7 +154,7 @@ def test_same_gemm_from_older_triton_hides_the_load_behind_mfma_work(reports, ve
     assert len(drains) == 1 and last_load > drains[0]  # the loop-carried drain of the next tile
     between = gap(text, last_load, drains[0])
     mfma = sum(s.strip().startswith("v_mfma") for s in between)
-    assert len(between) >= 16 and mfma >= 4, (len(between), mfma)
+    assert mfma >= 8 and cycles(between) >= 500, (len(between), mfma)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -153,7 +168,9 @@ def test_unaligned_gemm_drains_its_64_two_byte_loads(reports, version):
     wait_line = int(re.search(r"`s_waitcnt vmcnt\(0\)` at line (\d+)", f.message).group(1))
     load_line = int(re.search(r"global_load_ushort at line (\d+)", f.message).group(1))
     assert DRAIN.match(text[wait_line - 1]) and load_line in loads
-    assert len(gap(text, load_line, wait_line)) == f.number("distance") < 16
+    between = gap(text, load_line, wait_line)
+    assert len(between) == f.number("distance") < 16
+    assert cycles(between) == f.number("cover_cycles") < 250
     assert f.python_line == 49 and "tl.load(b_ptrs" in source_line(f)
 
 
@@ -199,10 +216,13 @@ def test_what_fires_and_where_it_points(reports, version):
             assert kr.kernel.target.backend == "hip"
             fired.add((fixture, kr.kernel.target.arch))
             text = text_of(f)
-            assert f.severity == "warning" and f.stage == "amdgcn"
+            assert f.stage == "amdgcn"
             assert all(DRAIN.match(text[n - 1]) or GLOBAL_LOAD.match(text[n - 1]) for n in f.lines)
             assert "tl.load(" in source_line(f)
-            assert 0 <= f.number("distance") < 16 and f.number("matrix_between") <= 3
+            # under the 500-cycle floor, and either the SIMD idles or the wave waits longer than it works
+            own, waves = f.number("cover_cycles"), f.number("waves_per_simd")
+            assert own < 500 and (own * waves < 500 or own < 250)
+            assert (f.severity == "warning") == (own * waves < 500)
     assert fired == EXPECTED[version]
 
 
