@@ -130,6 +130,28 @@ def test_unroll_comes_from_the_accumulator_chains(runs):
     assert len(a_tile_writes) == 2 and loop.unroll == 2  # two A-tile stage writes: two K steps
 
 
+def test_no_dot_loop_leaves_a_remainder_loop_for_the_unroll_to_check(runs):
+    """Issue 21 defect 3 asks for the unroll from the loop structure, the peeled remainder included.
+    LLVM leaves a remainder loop only when it unrolls a loop whose trip count it does not know; in
+    the corpus (Triton 3.9 for gfx942 and sm_90, 3.6 on an H100) no scf.for with a dot becomes two
+    machine loops with matrix work, so the chains are the only structure there is to read. Should a
+    Triton version start to emit one, this fails: the remainder's chain is then one K step, a
+    second witness of the unroll to use."""
+    checked = 0
+    for (target, _script), root in runs.items():
+        report = scan(root / "cache", index=None, rules=RuleSelection.only(BarriersPerIteration))
+        for kr in report.kernels:
+            if kr.kernel.artifact("ttgir") is None or "tt.dot" not in Path(kr.kernel.artifact("ttgir").path).read_text():
+                continue
+            per_scf: dict[int, int] = {}
+            for lp in loops(kr):
+                if lp.matrix and lp.ttgir_loop is not None:
+                    per_scf[lp.ttgir_loop] = per_scf.get(lp.ttgir_loop, 0) + 1
+            assert all(n == 1 for n in per_scf.values()), (target, kr.kernel.name, per_scf)
+            checked += bool(per_scf)
+    assert checked >= 80  # 81 dot kernels whose machine loops map to an scf.for
+
+
 def _compile_pingpong(tmp_path: Path, monkeypatch) -> Path:
     import triton
     from triton.backends.compiler import GPUTarget
