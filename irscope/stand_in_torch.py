@@ -125,9 +125,11 @@ FACTORIES = ("empty", "zeros", "ones", "full", "rand", "randn", "randint", "rand
 TENSOR_METHODS = ("to", "new_empty", "new_zeros", "new_ones", "new_full", "new_tensor", "new_empty_strided")
 
 
-def _keep_cuda_tensors_on_the_cpu() -> None:
+def _keep_cuda_tensors_on_the_cpu(ask) -> None:
     """Make "cuda" allocations CPU tensors that say they live on cuda:0 (torch's own functions are
-    wrapped, not a TorchFunctionMode: a mode is off inside the calls it handles, backward() among them)."""
+    wrapped, not a TorchFunctionMode: a mode is off inside the calls it handles, backward() among them).
+    Pinned host memory (`pin_memory=True`, `t.pin_memory()`), which a CPU build of torch has no allocator
+    for, is plain host memory: it only makes a copy to the GPU asynchronous, and nothing is copied here."""
     import functools
 
     import torch
@@ -197,6 +199,8 @@ def _keep_cuda_tensors_on_the_cpu() -> None:
     def wrapped(make, positional=False):
         @functools.wraps(make)
         def on_the_device(*args, **kwargs):
+            if kwargs.get("pin_memory"):
+                kwargs = dict(kwargs, pin_memory=ask("torch pin_memory=True", False))
             args, kwargs, asked = to_cpu(args, kwargs, positional)
             if asked != "gpu":
                 return make(*args, **kwargs)
@@ -213,6 +217,7 @@ def _keep_cuda_tensors_on_the_cpu() -> None:
             setattr(torch, name, wrapped(getattr(torch, name)))
     for name in TENSOR_METHODS:
         setattr(torch.Tensor, name, wrapped(getattr(torch.Tensor, name), positional=name == "to"))
+    torch.Tensor.pin_memory = lambda self, *args, **kwargs: ask("torch.Tensor.pin_memory", self)
     torch.Tensor.cuda = lambda self, *args, **kwargs: self if isinstance(self, StandInTensor) else \
         self.as_subclass(StandInTensor)
     # The first call of a torch.compile'd function runs its graph under a debug mode that checks custom ops
@@ -277,7 +282,7 @@ def install_torch(device: StandInDevice, questions: Questions) -> None:
     # `torch.version.hip is not None` is how libraries tell a ROCm build (AMD launch settings).
     torch.version.hip = HIP_VERSION if device.backend == "hip" else None
     torch.version.cuda = CUDA_VERSION if device.backend == "cuda" else None
-    _keep_cuda_tensors_on_the_cpu()
+    _keep_cuda_tensors_on_the_cpu(ask)
 
 
 def _answer_accelerator(torch, accelerator, ask) -> None:

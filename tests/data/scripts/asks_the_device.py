@@ -24,6 +24,9 @@ driver = triton.runtime.driver.active
 props = torch.cuda.get_device_properties(0)
 x = torch.randn(4096, device="cuda")
 y = torch.empty(16, device=x.device)
+# Host buffers pinned for an asynchronous copy to the device (xformers' attention biases)
+pinned = torch.tensor([0, 1, 2], dtype=torch.int32, pin_memory=True).to(x.device, non_blocking=True)
+staged = torch.zeros(3).pin_memory().to(x.device, non_blocking=True)
 scale_kernel[lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)](x, x.numel())
 with torch.cuda.device(0):
     torch.cuda.synchronize()
@@ -36,7 +39,8 @@ answers = {
     "capability": list(torch.cuda.get_device_capability()), "multi_processor_count": props.multi_processor_count,
     "gcnArchName": props.gcnArchName, "warp_size": props.warp_size, "total_memory": props.total_memory,
     "version_hip": torch.version.hip, "version_cuda": torch.version.cuda,
-    "x_device": str(x.device), "x_is_cuda": x.is_cuda, "y_device": str(y.device), "cpu_device": str(x.cpu().device),
+    "x_device": str(x.device), "x_is_cuda": x.is_cuda, "y_device": str(y.device),
+    "pinned_devices": [str(pinned.device), str(staged.device)], "cpu_device": str(x.cpu().device),
     "driver_properties": driver.utils.get_device_properties(driver.get_current_device()),
     "device_interface_is_torch_cuda": driver.get_device_interface() is torch.cuda,
     "active_torch_device": str(driver.get_active_torch_device()),
