@@ -197,6 +197,9 @@ def _keep_cuda_tensors_on_the_cpu(ask) -> None:
             if func in backward_calls:  # not under super()'s DisableTorchFunctionSubclass, which would last the
                 # whole backward: a custom Function's backward then makes stand-in tensors, as on the GPU
                 return func(*tree_map(plain, args), **tree_map(plain, kwargs or {}))
+            if torch.compiler.is_compiling():  # dynamo traces this method: as under a forward, no subclass
+                with torch._C.DisableTorchFunctionSubclass():  # (a backward's torch.compile'd helper, as in CCE)
+                    return func(*args, **(kwargs or {}))
             args, kwargs, asked = to_cpu(args, kwargs or {}, func is torch.Tensor.to)
             op = cuda_only_op(func, args, kwargs)
             if op is not None:  # a library's op with a CUDA kernel alone: a GPU build of torch dispatches to it,
