@@ -125,9 +125,11 @@ FACTORIES = ("empty", "zeros", "ones", "full", "rand", "randn", "randint", "rand
 TENSOR_METHODS = ("to", "new_empty", "new_zeros", "new_ones", "new_full", "new_tensor", "new_empty_strided")
 
 
-def _keep_cuda_tensors_on_the_cpu() -> None:
+def _keep_cuda_tensors_on_the_cpu(ask) -> None:
     """Make "cuda" allocations CPU tensors that say they live on cuda:0 (torch's own functions are
-    wrapped, not a TorchFunctionMode: a mode is off inside the calls it handles, backward() among them)."""
+    wrapped, not a TorchFunctionMode: a mode is off inside the calls it handles, backward() among them).
+    Pinned host memory (`pin_memory=True`, `t.pin_memory()`), which a CPU build of torch has no allocator
+    for, is plain host memory: it only makes a copy to the GPU asynchronous, and nothing is copied here."""
     import functools
 
     import torch
@@ -154,6 +156,9 @@ def _keep_cuda_tensors_on_the_cpu() -> None:
             args = (args[0], cpu, *args[2:]) if asked == "gpu" else args
         return args, kwargs, asked
 
+    on_cuda = torch._C.DispatchKeySet(torch._C.DispatchKey.CUDA) | torch._C.DispatchKeySet(
+        torch._C.DispatchKey.AutogradCUDA)
+
     def cuda_only_op(func, args, kwargs):
         """The overload `func` calls when it is a `torch.ops` operator registered for CUDA and not for the
         CPU (`torch.library.impl(lib, name, "CUDA")`): the stand-in's tensors would dispatch to the CPU."""
@@ -166,6 +171,10 @@ def _keep_cuda_tensors_on_the_cpu() -> None:
             return None
         has = torch._C._dispatch_has_kernel_for_dispatch_key
         return func if has(func.name(), "CUDA") and not has(func.name(), "CPU") else None
+
+    from torch.utils._pytree import tree_map
+
+    backward_calls = (torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad)
 
     class StandInTensor(torch.Tensor):
         """A CPU tensor that says it lives on the stand-in device; what ops make of it stays one."""
@@ -185,18 +194,30 @@ def _keep_cuda_tensors_on_the_cpu() -> None:
 
         @classmethod
         def __torch_function__(cls, func, types, args=(), kwargs=None):
+            if func in backward_calls:  # not under super()'s DisableTorchFunctionSubclass, which would last the
+                # whole backward: a custom Function's backward then makes stand-in tensors, as on the GPU
+                return func(*tree_map(plain, args), **tree_map(plain, kwargs or {}))
+            if torch.compiler.is_compiling():  # dynamo traces this method: as under a forward, no subclass
+                with torch._C.DisableTorchFunctionSubclass():  # (a backward's torch.compile'd helper, as in CCE)
+                    return func(*args, **(kwargs or {}))
             args, kwargs, asked = to_cpu(args, kwargs or {}, func is torch.Tensor.to)
             op = cuda_only_op(func, args, kwargs)
-            if op is not None:  # a library's op with a CUDA kernel alone: a GPU build of torch dispatches to it
+            if op is not None:  # a library's op with a CUDA kernel alone: a GPU build of torch dispatches to it,
+                # through its autograd formula first (AutogradCUDA), so that its output has a grad_fn as on the GPU
                 with torch._C.DisableTorchFunctionSubclass():
-                    out = op.redispatch(torch._C.DispatchKeySet(torch._C.DispatchKey.CUDA), *args, **kwargs)
+                    out = op.redispatch(on_cuda, *args, **kwargs)
                 return torch._tensor._convert(out, cls)
             out = super().__torch_function__(func, types, args, kwargs)
             return out.as_subclass(torch.Tensor) if asked == "cpu" and isinstance(out, torch.Tensor) else out
 
+    def plain(a):
+        return a.as_subclass(torch.Tensor) if isinstance(a, StandInTensor) else a
+
     def wrapped(make, positional=False):
         @functools.wraps(make)
         def on_the_device(*args, **kwargs):
+            if kwargs.get("pin_memory"):
+                kwargs = dict(kwargs, pin_memory=ask("torch pin_memory=True", False))
             args, kwargs, asked = to_cpu(args, kwargs, positional)
             if asked != "gpu":
                 return make(*args, **kwargs)
@@ -213,6 +234,8 @@ def _keep_cuda_tensors_on_the_cpu() -> None:
             setattr(torch, name, wrapped(getattr(torch, name)))
     for name in TENSOR_METHODS:
         setattr(torch.Tensor, name, wrapped(getattr(torch.Tensor, name), positional=name == "to"))
+    _grads_on_the_device(torch, StandInTensor)
+    torch.Tensor.pin_memory = lambda self, *args, **kwargs: ask("torch.Tensor.pin_memory", self)
     torch.Tensor.cuda = lambda self, *args, **kwargs: self if isinstance(self, StandInTensor) else \
         self.as_subclass(StandInTensor)
     # The first call of a torch.compile'd function runs its graph under a debug mode that checks custom ops
@@ -277,7 +300,23 @@ def install_torch(device: StandInDevice, questions: Questions) -> None:
     # `torch.version.hip is not None` is how libraries tell a ROCm build (AMD launch settings).
     torch.version.hip = HIP_VERSION if device.backend == "hip" else None
     torch.version.cuda = CUDA_VERSION if device.backend == "cuda" else None
-    _keep_cuda_tensors_on_the_cpu()
+    _keep_cuda_tensors_on_the_cpu(ask)
+
+
+def _grads_on_the_device(torch, on_device) -> None:
+    """The gradients a custom autograd.Function's backward receives say they live on the device, as on the GPU.
+    torch's C++ autograd nodes (sum's, expand's) make plain CPU tensors, and libraries check their grads
+    (xformers' index_select_cat: `grad_output.is_cuda`); under --target a custom Function runs on "cuda" tensors."""
+    from torch.autograd.function import BackwardCFunction
+
+    def moved(args):
+        return tuple(a.as_subclass(on_device) if type(a) is torch.Tensor else a for a in args)
+
+    apply, apply_boxed = BackwardCFunction.apply, getattr(BackwardCFunction, "apply_boxed", None)
+    BackwardCFunction.apply = lambda self, *args: apply(self, *moved(args))
+    if apply_boxed is not None:  # boxed: the engine passes one list of grads
+        BackwardCFunction.apply_boxed = lambda self, *args: apply_boxed(
+            self, *(list(moved(a)) if isinstance(a, list) else a for a in args))
 
 
 def _answer_accelerator(torch, accelerator, ask) -> None:

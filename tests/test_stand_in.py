@@ -60,11 +60,16 @@ def test_the_device_answers_as_the_target(home, target):
     assert (got["version_hip"] is not None, got["version_cuda"] is not None) == (amd, not amd)
     assert got["x_device"] == got["y_device"] == got["active_torch_device"] == "cuda:0" and got["x_is_cuda"]
     assert got["cpu_device"] == "cpu" and got["device_interface_is_torch_cuda"]
+    assert got["pinned_devices"] == ["cuda:0", "cuda:0"]  # pinned host memory, copied to the device
+    # a custom Function's backward gets its gradient on the device and what it makes of it stays there;
+    # an op registered for CUDA alone goes through its autograd formula, as on the GPU
+    assert got["backward_grads_on_device"] == [True, True] and got["cuda_op_has_grad_fn"]
     assert got["do_bench"] == 1.0 and got["do_bench_quantiles"] == [1.0, 1.0, 1.0] and got["event_ms"] == 1.0
     assert got["stream"] == 0 and got["irscope_target"] == target
     run = result.report.run
     asked = {a.question: a.count for a in run.stand_in}
     assert asked["torch.cuda.get_device_properties"] == 1 and asked["torch.cuda.get_device_name"] == 1
+    assert asked["torch pin_memory=True"] == 1 and asked["torch.Tensor.pin_memory"] == 1
     # The autotuner built with warmup=/rep= benchmarked both configs with triton.testing.do_bench, so
     # both compiled; the script's own two calls count too.
     assert asked["triton.testing.do_bench"] == 4
