@@ -27,8 +27,8 @@ LABEL = re.compile(r"^(\.LBB\d+_\d+):")
 EXPECTED = {
     "3.0": {("gemm_aligned", "gfx942")},
     "3.2": {("gemm_unaligned", "gfx942")},
-    "3.6": {("flash_attn", "gfx90a"), ("flash_attn", "gfx950"), ("gemm_aligned", "gfx1100"), ("gemm_aligned", "gfx1200"),
-            ("gemm_unaligned", "gfx942"), ("gemm_unaligned", "gfx90a"), ("gemm_wpe3", "gfx942"),
+    "3.6": {("flash_attn", "gfx90a"), ("flash_attn", "gfx950"), ("gemm_aligned", "gfx1100"),
+            ("gemm_aligned", "gfx1200"), ("gemm_unaligned", "gfx942"), ("gemm_unaligned", "gfx90a"), ("gemm_wpe3", "gfx942"),
             ("autotune_gemm", "gfx942")},
     "3.9": {("gemm_aligned", "gfx942"), ("gemm_mfma16", "gfx942"), ("gemm_mfma32", "gfx942"),
             ("gemm_aligned", "gfx1100"), ("gemm_aligned", "gfx1200"), ("gemm_unaligned", "gfx942"),
