@@ -191,9 +191,9 @@ class DrainedWaitInLoop(Rule):
                    f"num_stages (or Triton versions) and compare this distance{more_waves}")
         else:  # a reduction or elementwise loop: no matrix work to hide the loads behind
             fix = ("with no matrix work in the kernel, load the next block one iteration ahead (Triton's pipeliner "
-                   "stages the loads that feed tl.dot, not these)" + (
-                       "" if covered or not room else ", or run more waves per SIMD (fewer VGPRs or LDS per wave, a smaller "
-                       "BLOCK per program)"))
+                   "stages the loads that feed tl.dot, not these)")
+            if not covered and room:
+                fix += ", or run more waves per SIMD (fewer VGPRs or LDS per wave, a smaller BLOCK per program)"
         if spills:
             fix += "; first remove the spills that force the waits (smaller tiles, fewer stages, no waves_per_eu cap)"
         lines = [fn.instructions[d.wait].line for d in drains] + [fn.instructions[d.load].line for d in drains]
