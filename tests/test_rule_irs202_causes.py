@@ -141,7 +141,8 @@ def test_no_dot_loop_leaves_a_remainder_loop_for_the_unroll_to_check(runs):
     for (target, _script), root in runs.items():
         report = scan(root / "cache", index=None, rules=RuleSelection.only(BarriersPerIteration))
         for kr in report.kernels:
-            if kr.kernel.artifact("ttgir") is None or "tt.dot" not in Path(kr.kernel.artifact("ttgir").path).read_text():
+            ttgir = kr.kernel.artifact("ttgir")
+            if ttgir is None or "tt.dot" not in Path(ttgir.path).read_text():
                 continue
             per_scf: dict[int, int] = {}
             for lp in loops(kr):
