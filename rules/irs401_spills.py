@@ -161,6 +161,8 @@ def _nvidia(rule, ctx, res: NvidiaResources):
     if not (stack or local or in_ptx or in_sass):
         return []
     depot = _value(res.local_depot)
+    if depot and not local and not in_sass and res.stack_bytes is not None and stack == 0:
+        return []  # ptxas kept the PTX's local array in registers: the cubin has no stack frame, nothing spills
     if depot and in_ptx and not local and stack <= _frame_of(depot):
         return [_local_array(rule, ctx, res, ptx, in_ptx)]
     cubin = next((f.origin.path for f in (res.stack_bytes, res.local_bytes) if f is not None), None)
@@ -217,6 +219,12 @@ def _array_of(res: NvidiaResources) -> str:
     return f"a {res.local_depot.value}-byte local array (__local_depot in the PTX)"
 
 
+def _frame_words(res: NvidiaResources) -> str:
+    if res.stack_bytes is None:  # no cubin: what ptxas makes of the array is not known
+        return "the PTX's local memory is"
+    return f"the {res.stack_bytes.value}-byte stack frame is"
+
+
 def _local_array(rule, ctx, res: NvidiaResources, ptx, found):
     """No register spilled: the frame is a local array LLVM allocated. In Triton kernels it is
     nearly always libdevice's sin/cos reduction for huge arguments (Payne-Hanek, `__cudart_i2opi_f`),
@@ -230,7 +238,7 @@ def _local_array(rule, ctx, res: NvidiaResources, ptx, found):
         return rule.finding(
             ctx, stage="ptx", path=ptx.path, lines=lines, python=python,
             severity="info", evidence=evidence,
-            message=f"no register spilled: the {res.stack_bytes.value}-byte stack frame is {_array_of(res)} "
+            message=f"no register spilled: {_frame_words(res)} {_array_of(res)} "
                     f"(__local_depot at .ptx line {res.local_depot.origin.line}, filled from __cudart_i2opi_f: the "
                     f"Payne-Hanek slow path for arguments too large for the fast reduction); {text}, all on "
                     f"that path",
@@ -239,7 +247,7 @@ def _local_array(rule, ctx, res: NvidiaResources, ptx, found):
                 "(x - 2*pi*round(x / (2*pi))) or use an approximate sin/cos where its accuracy suffices")
     return rule.finding(
         ctx, stage="ptx", path=ptx.path, lines=lines, python=python, severity=_severity(found), evidence=evidence,
-        message=f"no register spilled: the {res.stack_bytes.value}-byte stack frame is {_array_of(res)}, an "
+        message=f"no register spilled: {_frame_words(res)} {_array_of(res)}, an "
                 f"array LLVM could not keep in registers because it is indexed by a run-time value; {text}",
         fix="index the array only with compile-time constants (unrolled tl.static_range loops, tl.where "
             "selects), or keep the values in a tensor, so that they stay in registers")
