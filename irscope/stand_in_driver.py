@@ -15,16 +15,18 @@ timings are a constant.
 from __future__ import annotations
 
 from irscope.stand_in_devices import DEVICES
-from irscope.stand_in_torch import STAND_IN_MS, Questions, install_torch
+from irscope.stand_in_torch import STAND_IN_MS, Questions, benchmarking, install_torch
 
 
 def stand_in_bench(questions: Questions, name: str):
     """`triton.testing.do_bench` and its kin without a GPU: each call launches (so compiles) the
-    kernel once and says STAND_IN_MS. Every autotune config compiles; the first one "wins"."""
+    kernel once and says STAND_IN_MS. Every autotune config compiles; the first one "wins". Its
+    matmuls on the stand-in's tensors are not computed (stand_in_torch.BENCHED_MATH)."""
 
     def bench(fn, *args, quantiles=None, grad_to_none=None, return_mode="mean", **kwargs):
         questions[name] += 1
-        fn()
+        with benchmarking():
+            fn()
         if quantiles:
             return [STAND_IN_MS] * len(quantiles) if len(quantiles) > 1 else STAND_IN_MS
         return [STAND_IN_MS] * 5 if return_mode == "all" else STAND_IN_MS

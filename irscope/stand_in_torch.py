@@ -12,7 +12,8 @@ Tensors a script puts on "cuda" are made on the CPU and say they live on the dev
 (`_keep_cuda_tensors_on_the_cpu`): `x.device` is cuda:0 and `x.is_cuda` is True, so a library that tests
 `x.device.type == "cuda"` before asking the device's CU count takes the GPU's path and sizes
 its grid from the target's, not from a default of 1. Nothing pretends to compute: kernels
-launch and return, so the tensors hold whatever the CPU code wrote, never a kernel's result.
+launch and return, so the tensors hold whatever the CPU code wrote, never a kernel's result;
+inside the stand-in do_bench, whose result is thrown away, matmuls are not computed either.
 """
 
 from __future__ import annotations
@@ -23,6 +24,21 @@ from collections import Counter
 from irscope.stand_in_devices import StandInDevice
 
 STAND_IN_MS = 1.0  # what a stand-in timing says: a constant, so the first config an autotuner tries wins
+# Inside the stand-in `triton.testing.do_bench` (whose fn's result is thrown away) these torch ops on the
+# stand-in's tensors return an uncomputed tensor of the right shape: a tutorial benchmarks cuBLAS with
+# torch.matmul over sizes up to 8192, hours of fp16 math on a CPU, and no Triton kernel is in them.
+BENCHED_MATH = ("matmul", "mm", "bmm", "addmm", "baddbmm", "einsum", "linear", "scaled_dot_product_attention")
+_benchmarking = [False]
+
+
+@contextlib.contextmanager
+def benchmarking():
+    """Within: BENCHED_MATH ops on stand-in tensors are not computed (the stand-in do_bench's fn runs here)."""
+    before, _benchmarking[0] = _benchmarking[0], True
+    try:
+        yield
+    finally:
+        _benchmarking[0] = before
 
 
 class Questions(Counter):
@@ -172,9 +188,21 @@ def _keep_cuda_tensors_on_the_cpu(ask) -> None:
         has = torch._C._dispatch_has_kernel_for_dispatch_key
         return func if has(func.name(), "CUDA") and not has(func.name(), "CPU") else None
 
+    import torch.nn.functional
     from torch.utils._pytree import tree_map
 
     backward_calls = (torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad)
+    benched = {getattr(module, name) for module in (torch, torch.Tensor, torch.nn.functional)
+               for name in BENCHED_MATH if hasattr(module, name)} | {torch.Tensor.__matmul__}
+
+    def uncomputed(func, args, kwargs):
+        """func's result as a stand-in tensor of its shape, dtype and strides, with its math not done."""
+        def meta(x):
+            return x.to("meta") if isinstance(x, torch.Tensor) else x
+
+        with torch._C.DisableTorchFunctionSubclass():
+            out = func(*[meta(a) for a in args], **{k: meta(v) for k, v in kwargs.items()})
+            return torch.empty_strided(out.shape, out.stride(), dtype=out.dtype).as_subclass(StandInTensor)
 
     class StandInTensor(torch.Tensor):
         """A CPU tensor that says it lives on the stand-in device; what ops make of it stays one."""
@@ -201,6 +229,8 @@ def _keep_cuda_tensors_on_the_cpu(ask) -> None:
                 with torch._C.DisableTorchFunctionSubclass():  # (a backward's torch.compile'd helper, as in CCE)
                     return func(*args, **(kwargs or {}))
             args, kwargs, asked = to_cpu(args, kwargs or {}, func is torch.Tensor.to)
+            if _benchmarking[0] and func in benched and not kwargs.get("out"):
+                return uncomputed(func, args, kwargs)
             op = cuda_only_op(func, args, kwargs)
             if op is not None:  # a library's op with a CUDA kernel alone: a GPU build of torch dispatches to it,
                 # through its autograd formula first (AutogradCUDA), so that its output has a grad_fn as on the GPU

@@ -129,6 +129,20 @@ def test_a_compile_error_is_named_in_one_line(home, capfd):
     assert "Traceback" not in err and "compiled no Triton kernel" in err
 
 
+def test_a_benchmarked_blas_call_is_not_computed_on_the_cpu(home):
+    """Triton's matmul tutorial benchmarks torch.matmul ("cuBLAS") up to 4096x4096 in fp16: on the CPU
+    hours of math whose result do_bench throws away. Inside the stand-in do_bench it is not computed."""
+    out = home / "bench.json"
+    result = run_script(str(SCRIPTS / "benchmarks_a_blas.py"), (str(out),), "gfx942", keep=False)
+    assert result.exit_code == 0
+    got = json.loads(out.read_text())
+    assert got["bench_seconds"] < 5, "a 2048^3 fp16 matmul takes ~40 s on this CPU; none ran"
+    assert got["c"] == [[2048, 2048], "torch.float16", True] and got["d"] == [64, 2048]
+    assert got["outside"] == 512.0, "outside do_bench, torch computes as before"
+    (kr,) = result.report.kernels  # the Triton kernel benchmarked beside it still compiled
+    assert kr.kernel.name == "scale"
+
+
 def test_a_grid_sized_from_the_cpu_says_so(home):
     result = run_script(str(SCRIPTS / "cpu_sized_grid.py"), (), "gfx942", keep=False)
     (kr,) = result.report.kernels
