@@ -14,6 +14,7 @@ timings are a constant.
 
 from __future__ import annotations
 
+from irscope.stand_in_binary import kernel_limits
 from irscope.stand_in_devices import DEVICES
 from irscope.stand_in_torch import STAND_IN_MS, Questions, benchmarking, install_torch
 
@@ -57,7 +58,8 @@ def install(arch: str, on_launcher, questions: Questions | None = None) -> Quest
 
     class Utils:
         def load_binary(self, name, kernel, shared, device_index):
-            return (None, object(), 0, 0, 1024)  # module, function, n_regs, n_spills, n_max_threads
+            # module, function, then n_regs, n_spills, n_max_threads as the real driver reads them
+            return (None, object(), *kernel_limits(kernel, name, device.backend))
 
         def unload_module(self, module):
             pass

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -141,6 +142,25 @@ def test_a_benchmarked_blas_call_is_not_computed_on_the_cpu(home):
     assert got["outside"] == 512.0, "outside do_bench, torch computes as before"
     (kr,) = result.report.kernels  # the Triton kernel benchmarked beside it still compiled
     assert kr.kernel.name == "scale"
+
+
+@pytest.mark.parametrize("target", ["gfx942", "sm_90"])
+def test_load_binary_tells_the_kernels_registers(home, target):
+    """Triton's softmax tutorial sizes its grid from `kernel.n_regs`; the stand-in said 0 (a division
+    by zero). It now reads the binary as the driver does: the hsaco's `.vgpr_count` and scratch, the
+    cubin's register count and stack; recounted here from the .amdgcn text and the cubin's facts."""
+    out = home / "limits.json"
+    result = run_script(str(SCRIPTS / "reads_kernel_limits.py"), (str(out),), target, out=str(home / "run"))
+    assert result.exit_code == 0
+    got = json.loads(out.read_text())
+    (kr,) = result.report.kernels
+    if target == "gfx942":
+        text = Path(kr.kernel.artifact("amdgcn").path).read_text()
+        vgprs = int(re.search(r"^\s+\.vgpr_count:\s+(\d+)", text, re.M).group(1))
+        threads = int(re.search(r"^\s+\.max_flat_workgroup_size:\s+(\d+)", text, re.M).group(1))
+        assert got == {"n_regs": vgprs, "n_spills": 0, "n_max_threads": threads} and vgprs > 0 and threads == 256
+    else:
+        assert got["n_regs"] == kr.resources.registers.value > 0 and got["n_spills"] == 0
 
 
 def test_a_grid_sized_from_the_cpu_says_so(home):
