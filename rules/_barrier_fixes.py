@@ -110,6 +110,7 @@ class LoopShape:
 
         self.module = module
         self.reduction = False
+        self.attention = False  # a dot whose A operand another dot of the loop computed: P @ V after Q @ K^T
         self.buffers = 0  # bytes of LDS buffers the loop reads: stages allocated outside, tiles inside
         self.staged = 0  # of which multi-buffered stages allocated outside the loop
         self.tiles_inside = 0  # of which loaded tiles allocated inside the iteration
@@ -128,9 +129,14 @@ class LoopShape:
         dots = [op for op in inside if op.canonical_name in ("tt.dot", "tt.dot_scaled", "ttng.warp_group_dot")]
         for dot in dots:
             acc = dot.operands[2] if len(dot.operands) > 2 else None
-            # acc += dot(a, b): the carried accumulator goes only into this dot
-            if acc in carried and users[acc] == 1:
+            # acc += dot(a, b): the carried accumulator goes only into this dot, directly or through
+            # elementwise work on it (attention's online softmax rescales it: acc * alpha[:, None])
+            source = _carried_source(module, acc, carried) if acc is not None else None
+            if source is not None and users[source] == 1:
                 self.reduction = True
+        names = {op.canonical_name for op in dots}
+        self.attention = any(dot.operands and module.producer_named(dot.operands[0], names, 16) is not None
+                             for dot in dots)
         seen = set()
         indexed = {op.operands[0] for op in inside if op.canonical_name == "ttg.memdesc_index" and op.operands}
         for op in inside:
@@ -152,6 +158,27 @@ class LoopShape:
             if op.canonical_name == "ttg.local_alloc" and op.operands:
                 size = _type_bytes(module.values[op.operands[0]].type)
                 self.buffers += size
+
+
+ELEMENTWISE = ("arith.", "math.")
+
+
+def _carried_source(module, value: int, carried: set, depth: int = 4) -> int | None:
+    """The loop-carried value `value` is, or is computed from by at most `depth` elementwise ops
+    (arith/math, layout conversions) on tensors of its shape; None if it is not."""
+    if value in carried:
+        return value
+    op = module.defining_op(value)
+    if depth == 0 or op is None or not (op.canonical_name.startswith(ELEMENTWISE)
+                                        or op.canonical_name == "ttg.convert_layout"):
+        return None
+    shape = getattr(module.values[value].type, "shape", None)
+    for operand in op.operands:
+        if getattr(module.values[operand].type, "shape", None) == shape:
+            found = _carried_source(module, operand, carried, depth - 1)
+            if found is not None:
+                return found
+    return None
 
 
 def fix_text(ctx, module, loop_index, causes: list[Cause], count: int, unpipelined: bool) -> str:
@@ -263,12 +290,13 @@ def _clause(module, causes, main, count, shape, unpipelined, stages, shared, mos
 
 def _larger_tile(shape: LoopShape, shared: int, stages: int | None, most: int | None) -> str:
     """A larger tile along the K loop, when the LDS holds it: the same stages, fewer, or none."""
+    along = "(the KV tile, the loop's step)" if shape.attention else "(BLOCK_K)"
     if not most or not shared:
-        return "a larger tile along the loop (BLOCK_K) halves them per element, LDS permitting"
+        return f"a larger tile along the loop {along} halves them per element, LDS permitting"
     grow = shape.buffers  # doubling BLOCK_K doubles every buffer the loop reads
     need = shared + grow
     if need <= most:
-        return (f"this is a reduction loop: a tile twice as long along it (BLOCK_K) halves them per element and needs "
+        return (f"this is a reduction loop: a tile twice as long along it {along} halves them per element and needs "
                 f"about {need:,} B of the {most:,} B of LDS")
     if stages and stages > 2 and shape.staged:
         for fewer in range(stages - 1, 1, -1):
@@ -276,7 +304,7 @@ def _larger_tile(shape: LoopShape, shared: int, stages: int | None, most: int | 
             trimmed = need - sum(2 * one * (count - max(count - (stages - fewer), 1))
                                  for one, count in shape.stage_buffers)
             if trimmed <= most:
-                return (f"this is a reduction loop: a tile twice as long along it (BLOCK_K) with num_stages={fewer} "
+                return (f"this is a reduction loop: a tile twice as long along it {along} with num_stages={fewer} "
                         f"halves them per element and needs about {trimmed:,} B of the {most:,} B of LDS")
     return (f"a tile twice as long along the loop would need about {need:,} B of LDS, over the {most:,} B, even with "
             "fewer stages: no tile or stage change of this config removes them")

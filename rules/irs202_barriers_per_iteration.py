@@ -6,13 +6,14 @@ it is, the blocks every iteration runs, the TTGIR `scf.for` it came from (its Py
 and how many iterations of that `scf.for` one pass of the machine loop holds. LLVM unrolls
 some of Triton's loops (Triton 3.9 splits the 64x64x64 split-K GEMM's K loop in two), so a
 count per machine iteration is not yet a count per K step: the accumulator chains of the
-matrix instructions tell (`_TtgirLoops.unroll`).
+matrix instructions tell (`_TtgirLoops.unroll`), and where LLVM left a remainder loop for a trip
+count it does not know, the remainder's matrix work is one iteration's (`_with_remainders`).
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import networkx as nx
 
@@ -104,7 +105,32 @@ def _kernel_loops(ctx, program, fn) -> list[LoopFacts]:
                 python_file, python_line = branch.source.file, branch.source.line
         out.append(LoopFacts(loop.header, loop.depth, members, _every_iteration(graph, loop),
                              min(lines), max(lines), python_file, python_line, ttgir_loop, unroll, len(matrix)))
-    return out
+    return _with_remainders(out, fn)
+
+
+def _with_remainders(loops: list[LoopFacts], fn) -> list[LoopFacts]:
+    """LLVM unrolls a loop whose trip count it does not know into a main loop and a remainder loop
+    that runs the leftover scf.for iterations one at a time: two machine loops of one scf.for, the
+    same body u times and once, so the main loop's matrix instructions are u times the remainder's.
+    That is a second witness of the unroll, and the only one where the accumulator chains do not
+    tell (LLVM renames an unrolled copy's accumulators; PTX's are fresh registers each time); where
+    the two disagree, no unroll is claimed. vLLM's prefix-prefill attention, unrolled 4x, has one
+    on gfx942 and on sm_90."""
+    by_scf: dict[int, list[int]] = defaultdict(list)
+    for i, loop in enumerate(loops):
+        if loop.matrix and loop.ttgir_loop is not None:
+            by_scf[loop.ttgir_loop].append(i)
+    for members in by_scf.values():
+        if len(members) < 2:
+            continue
+        once = min(loops[i].matrix for i in members)
+        if any(loops[i].matrix % once for i in members):
+            continue
+        for i in members:
+            witnessed = loops[i].matrix // once
+            if loops[i].unroll != witnessed:
+                loops[i] = replace(loops[i], unroll=witnessed if loops[i].unroll is None else None)
+    return loops
 
 
 def _every_iteration(graph, loop) -> frozenset[int]:
@@ -269,7 +295,10 @@ class BarriersPerIteration(Rule):
     When LLVM unrolled the loop, the count is also given per `scf.for` iteration, from the
     K step's own instructions: the accumulator chains (an MFMA whose C input is an earlier
     one's D continues its chain; one iteration of a dot chains K / k of them per accumulator,
-    whatever the waves' split of M and N), or on sm_90 the `wgmma.commit_group`s per dot.
+    whatever the waves' split of M and N), or on sm_90 the `wgmma.commit_group`s per dot;
+    and, where LLVM left a remainder loop for a trip count it does not know, the remainder,
+    which holds one iteration's matrix instructions. Where the witnesses disagree, the count
+    is given per machine iteration only.
 
     Two barriers per K step is what Triton's software-pipelined loop needs: one before the
     iteration overwrites the LDS stage the previous one read, one before it reads the stage
@@ -309,7 +338,10 @@ class BarriersPerIteration(Rule):
     `cp.async.bulk.tensor` copies); ptxas keeps all four (`BAR.SYNC.DEFER_BLOCKING` in the
     SASS loop). Triton 3.9's split-K GEMM (gfx942) has 4 `s_barrier` per machine iteration,
     but LLVM unrolled the loop twice (each accumulator chains 16 MFMAs where one K step has 8):
-    2 per K step, the norm. In fla's `recompute_w_u_fwd_kernel` (sm_90, num_warps=2) 15 of 16
+    2 per K step, the norm. vLLM's prefix-prefill attention (gfx942, sm_90) loops over the
+    cached context, a trip count LLVM does not know: it unrolls the loop 4x and leaves a
+    remainder loop of one iteration (128 and 32 MFMAs on gfx942); the main loop's 16 barriers
+    are 4 per iteration, as in the remainder. In fla's `recompute_w_u_fwd_kernel` (sm_90, num_warps=2) 15 of 16
     `bar.sync` per output tile are the store convert at wy_fast.py:90, done in 8 rounds of
     `stmatrix` / `bar.sync` / `ld.shared.v4` / `bar.sync`.
 
@@ -374,11 +406,6 @@ class BarriersPerIteration(Rule):
             message += f", from {loop.python_name}:{', '.join(map(str, sources))}"
         if conditional:
             message += f"; {conditional} of them on a path not every iteration takes"
-        if loop.unroll and loop.unroll > 1:
-            message += (f"; LLVM unrolled the loop {loop.unroll}x ({loop.matrix} matrix instructions per "
-                        f"iteration where one K step has {loop.matrix // loop.unroll})")
-            if step is not None:
-                message += f": {step} per K step"
         module = ctx.ttgir
         causes = attribute(module, loop.ttgir_loop, fn, loop.instructions)
         shape = LoopShape(module, loop.ttgir_loop)
