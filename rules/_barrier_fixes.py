@@ -283,9 +283,41 @@ def _clause(module, causes, main, count, shape, unpipelined, stages, shared, mos
             else:
                 out.append("the loop walks output tiles (each iteration a whole dot), so a larger tile along it "
                            "does not shorten a reduction; only fewer, larger output tiles per program would")
-        elif main in (REDUCTION, OTHER):
+        elif main == REDUCTION:
+            out.append(f"{share} come from {_WHAT[main]} ({where or top.python or 'the loop body'})"
+                       + _across_warps(module, causes))
+        elif main == OTHER:
             out.append(f"{share} come from {_WHAT[main]} ({where or top.python or 'the loop body'})")
     return "; ".join(x for x in out if x)
+
+
+def _across_warps(module, causes: list[Cause]) -> str:
+    """Why a reduction exchanges through LDS, when its tile's layout says: the reduced axis is
+    spread over several warps (attention's row max/sum on a 16-row MMA tile whose 4 warps split
+    the columns: warpsPerCTA [1, 4]). Each row then crosses warps every step; a tile with rows for
+    every warp lets Triton put the warps along the rows and keep each row's reduction in one warp."""
+    from irscope.ir_types import encoding_of
+
+    for c in causes:
+        if c.kind != REDUCTION:
+            continue
+        for i in c.ops:
+            op = module.ops[i]
+            axis = op.attributes.get("axis") if hasattr(op, "attributes") else None
+            if not op.operands or not isinstance(axis, int):
+                continue
+            ty = module.values[op.operands[0]].type
+            layout, shape = encoding_of(ty), getattr(ty, "shape", ())
+            warps = getattr(layout, "warps_per_cta", None)
+            instr = getattr(layout, "instr_shape", None)
+            if not warps or not instr or len(warps) != 2 or axis != 1 or warps[1] <= 1 or warps[0] != 1:
+                continue
+            rows = instr[0] * warps[1]
+            return (f": the tt.reduce at .ttgir line {op.line} reduces axis 1 of a {shape[0]}-row tile whose "
+                    f"{warps[1]} warps split that axis (warpsPerCTA [{warps[0]}, {warps[1]}]), so every row "
+                    f"crosses warps each step; a tile of {rows} rows ({instr[0]} per warp) or fewer warps lets "
+                    "Triton give each warp its own rows and keep the reduction in one warp")
+    return ""
 
 
 def _larger_tile(shape: LoopShape, shared: int, stages: int | None, most: int | None) -> str:

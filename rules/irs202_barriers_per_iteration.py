@@ -358,7 +358,11 @@ class BarriersPerIteration(Rule):
       one more buffer per loaded tile (the rule says how much; otherwise a smaller tile);
     - staging per step in a reduction (K) loop: a tile twice as long along the loop halves it
       per element, with the LDS it needs computed from the loop's buffers, at the same or fewer
-      stages (never fewer than 2); a loop over output tiles gets no such advice;
+      stages (never fewer than 2); a loop over output tiles gets no such advice (attention's loop,
+      whose accumulator is rescaled each step, is a reduction over KV tiles: its step is the KV tile);
+    - a reduction's exchange: where the reduced axis of the tile is split over warps (attention's
+      row max/sum on a 16-row MMA tile with `warpsPerCTA [1, 4]`), every row crosses warps each
+      step; a tile with rows for every warp, or fewer warps, keeps each row in one warp;
     - a lock: a barrier pair per acquisition; fewer acquisitions or `tl.atomic_add`.
     """
 

@@ -283,3 +283,34 @@ def test_an_operand_computed_from_a_pipelined_load_is_named(runs):
     kr, (f,) = findings(kernel_dir(runs, "sm_90", "gemlite_lowbit_gemm", "2e8967684d09"))
     assert "1 for an operand computed in registers and written to LDS for the dot" in f.message
     assert "not told apart" not in f.message
+
+
+def test_attention_row_reductions_across_warps_say_why(runs):
+    """vLLM's unified attention (sm_90, num_warps=4): the online softmax's row max and sum reduce axis 1
+    of a 16-row MMA tile whose four warps split the columns (warpsPerCTA [1, 4], read here from the
+    TTGIR text), so each row crosses warps through shared memory every step. The fix says so and
+    names what keeps a row in one warp, instead of only naming the reduction."""
+    kr, found = findings(kernel_dir(runs, "sm_90", "vllm_attention", "183448b9438a"))
+    (f,) = found
+    ttgir = Path(kr.kernel.artifact("ttgir").path).read_text()
+    assert re.search(r"#mma = #ttg.nvidia_mma<\{versionMajor = 2, versionMinor = 0, warpsPerCTA = \[1, 4\], "
+                     r"instrShape = \[16, 8\]\}>", ttgir)
+    line = int(re.search(r"the tt.reduce at .ttgir line (\d+)", f.fix).group(1))
+    reduce = ttgir.splitlines()[line - 1]
+    assert '"tt.reduce"' in reduce and "axis = 1" in reduce
+    assert "16-row tile whose 4 warps split that axis (warpsPerCTA [1, 4])" in f.fix
+    assert "a tile of 64 rows (16 per warp) or fewer warps" in f.fix
+
+
+def test_a_rescaled_accumulator_makes_a_reduction_loop(runs):
+    """Attention rescales its loop-carried accumulator before the PV dot (acc * alpha[:, None]): the
+    dot's accumulator operand is an arith.mulf of the iter_arg, not the iter_arg. That loop reduces
+    over the KV tiles; the fix said it 'walks output tiles', and named BLOCK_K for its step."""
+    kr, found = findings(kernel_dir(runs, "gfx942", "vllm_attention", "ebba5e13cc58"))
+    (f,) = found
+    ttgir = Path(kr.kernel.artifact("ttgir").path).read_text()
+    pv = re.search(r"%(\w+) = tt.dot %\w+, %V_\w+, %(\w+)", ttgir)
+    scaled = re.search(rf"%{pv.group(2)} = arith.mulf %(arg\d+), ", ttgir)
+    assert scaled and re.search(rf"iter_args\([^)]*%{scaled.group(1)} = ", ttgir)  # the carried accumulator
+    assert "this is a reduction loop: a tile twice as long along it (the KV tile, the loop's step)" in f.fix
+    assert "walks output tiles" not in f.fix and "BLOCK_K" not in f.fix
