@@ -1,6 +1,7 @@
 """The real-world corpus (fixtures/real_world/) and its reviewed findings ledger.
 
-The corpus is seven public kernel libraries compiled for gfx942 and sm_90 (420 kernels). Every
+The corpus is eight public kernel libraries, vLLM's attention kernels and Triton's tutorials compiled
+for gfx942 and sm_90 (486 kernels), and inductor's kernels from an H100 (235). Every
 finding irscope reports on it is in the ledger with its review; a finding the ledger does not
 know, or one that disappears or changes severity, fails here, so each change to a rule shows
 its effect on precision (fixtures/real_world/README.md says how to update and review).
