@@ -213,3 +213,16 @@ def test_a_drain_is_covered_through_the_exec_masked_blocks_a_diverged_wave_runs(
     (f,) = [f for f in kr.findings if f.code == "IRS201"]
     assert f.number("distance") == 39 and f.number("cover_cycles") == 37 * 4 + 2 * 16
     assert f.severity == "info" and f.number("waves_per_simd") == 8
+
+
+def test_a_local_array_ptxas_kept_in_registers_is_not_reported(reports):
+    """xformers' rope_padded kernel (sm_90) has libdevice's 28-byte sin/cos reduction array in its PTX
+    (`__local_depot`, with ld.local/st.local), but ptxas kept it in registers: the cubin's stack frame
+    is 0 bytes. IRS401 said 'the 0-byte stack frame is the 28-byte local array'; nothing spills."""
+    from pathlib import Path
+
+    (kr,) = [k for k in reports[("sm_90", "xformers_ops")].kernels if k.kernel.name == "_rope_padded_kernel"]
+    ptx = Path(kr.kernel.artifact("ptx").path).read_text()
+    assert ".local .align" in ptx and "__local_depot" in ptx and "ld.local" in ptx
+    assert kr.resources.stack_bytes.value == 0 and kr.resources.local_depot.value == 28
+    assert not [f for f in kr.findings if f.code == "IRS401"]
