@@ -22,11 +22,12 @@ DOTS = frozenset({"tt.dot", "tt.dot_scaled", "ttng.warp_group_dot", "ttng.tc_gen
 class ProgramWork:
     # "whole": reduces or scans its whole row/chunk (or solves it sequentially); "rows": reduces each
     # of several rows whole; "gemm": a dot accumulated over a loop; "recurrence": a dot state carried
-    # through a loop that stores it each step; "dots": dots, no loop over them;
-    # "elementwise": none of those.
+    # through a loop that stores it each step; "dots": dots, no loop over them; "split": a dot loop
+    # whose range a grid axis already splits (split-K, split-KV); "elementwise": none of those.
     kind: str
     what: str  # what one program does, for the message: "reduces a 4096-element row (TTGIR line 52)"
     shape: tuple[int, ...] = ()  # the tile the split acts on (the accumulator, the reduced rows, the widest load)
+    axis: int | None = None  # "split": the grid axis (0, 1, 2 for x, y, z) whose programs take the loop's pieces
 
 
 def _shape(module, vid) -> tuple[int, ...]:
@@ -38,6 +39,9 @@ def program_work(module) -> ProgramWork:
     ops = module.ops
     dots = [op for op in ops if op.canonical_name in DOTS]
     dot_loops = {loop.index for op in dots for loop in module.enclosing_loops(op)}
+    split = _split_loop(module, dot_loops)
+    if split is not None:
+        return split
     scans = [op for op in ops if op.canonical_name == "tt.scan"]
     if scans:
         shape = _shape(module, scans[0].operands[0])
@@ -79,6 +83,26 @@ def program_work(module) -> ProgramWork:
     shapes += [_shape(module, vid) for op in ops if op.canonical_name in GLOBAL_STORES for vid in op.operands[1:2]]
     shape = max(shapes, key=lambda s: prod(s) if s else 0, default=())
     return ProgramWork("elementwise", f"works elementwise on a {'x'.join(map(str, shape)) or 'scalar'} tile", shape)
+
+
+def _split_loop(module, dot_loops) -> ProgramWork | None:
+    """A dot loop that starts at `program id * length` runs one piece of its range per program: the
+    kernel already splits the loop over that grid axis (vLLM's MLA decode: split_kv_start = kv_len_per_split
+    * split_kv_id, the id from axis z), and more pieces are its way to more programs."""
+    for loop in module.ops:
+        if loop.index not in dot_loops or loop.canonical_name != "scf.for" or not loop.operands:
+            continue
+        start = module.defining_op(loop.operands[0])
+        if start is None or start.canonical_name != "arith.muli":
+            continue
+        for vid in start.operands:
+            pid = module.defining_op(vid)
+            axis = (pid.attributes.get("keywords") or (None,))[0] if pid is not None else None
+            if pid is not None and pid.canonical_name == "tt.get_program_id" and axis in ("x", "y", "z"):
+                return ProgramWork("split", f"runs one piece of its dot loop (TTGIR line {loop.line}), from "
+                                            f"program id {axis} x the piece's length (TTGIR line {start.line})",
+                                   axis="xyz".index(axis))
+    return None
 
 
 def loops_over_a_share(module) -> bool:

@@ -31,7 +31,8 @@ class GridTooSmall(Rule):
     workgroups per CU the kernel's occupancy allows. The fix follows from what one program
     does, read from the TTGIR: a GEMM's accumulator tile and K loop (smaller tiles,
     split-K), a block of rows each reduced whole (fewer rows per program), a state carried
-    through a chunk loop (a smaller state block), elementwise work (pieces on a grid axis).
+    through a chunk loop (a smaller state block), elementwise work (pieces on a grid axis), a
+    loop a grid axis already splits (more pieces of it).
     A program that reduces or scans its whole row or chunk (RMSNorm, a cumulative sum, a
     solve) makes the grid the problem's own size: the finding is info and says there is
     nothing to tune. A single workgroup is a kernel meant to run alone (the final pass over
@@ -67,10 +68,14 @@ class GridTooSmall(Rule):
     Make more programs where the kernel has a split: smaller `BLOCK_M`/`BLOCK_N` or split-K
     (`SPLIT_K` with an atomic or a second reduction pass) for GEMMs with small M and N, a
     smaller row block for row reductions, a smaller state block (`BV`) for chunked
-    recurrences. Size a persistent grid to the workgroups that fit at once (CUs times the
-    occupancy's workgroups per CU), not to the CU count. Where each program is one row or
-    chunk reduced whole, the problem is small for the device: only a larger batch (or a
-    two-pass redesign, worth it only if the launch shows in a profile) fills it.
+    recurrences. A kernel whose dot loop starts at `program_id * piece length` already splits
+    it over that grid axis (vLLM's MLA decode stage 1: `split_kv_start = kv_len_per_split *
+    split_kv_id`, axis z, `num_kv_splits`): more pieces give more programs, where halving its
+    16-head row block would read each piece of the KV cache twice. Size a persistent grid to the
+    workgroups that fit at once (CUs times the occupancy's workgroups per CU), not to the CU count.
+    Where each program is one row or chunk reduced whole, the problem is small for the device:
+    only a larger batch (or a two-pass redesign, worth it only if the launch shows in a profile)
+    fills it.
     An elementwise launch (or dots with no K loop) that covers at most 1024 elements per CU in
     all is a small problem however it is split: info, nothing to tune. Inductor's kernels take
     their split from inductor: XBLOCK for a reduction, the split size of a mix-order reduction
@@ -130,7 +135,7 @@ class GridTooSmall(Rule):
         # work: a warning, unless the grid is the problem's own size and nothing in the kernel splits it.
         severity = "warning" if 2 * groups < units else "info"
         generated = inductor_kernel(ctx)
-        fix = split_fix(work, groups, units, unit)
+        fix = split_fix(work, groups, units, unit, launch.grid)
         if generated is not None and generated.kind == "mix_order" and generated.split:
             # Already a cross-program reduction: each program takes split-size rows, partials go to a workspace.
             message += (f"; each program reduces {generated.split} rows and adds their column sums into a "
@@ -184,8 +189,13 @@ class GridTooSmall(Rule):
                 "results sized by the grid grow with it)")
 
 
-def split_fix(work, groups: int, units: int, unit: str) -> str:
+def split_fix(work, groups: int, units: int, unit: str, grid: tuple[int, ...] = ()) -> str:
     """The split that gives this kernel more programs, or that its grid is the problem's own size."""
+    if work is not None and work.kind == "split" and work.axis is not None and work.axis < len(grid):
+        pieces, axis = grid[work.axis], "xyz"[work.axis]
+        return (f"more pieces of the loop it already splits: each program {work.what}; grid axis {axis} has "
+                f"{pieces} now, {2 * pieces} give {2 * groups} programs (each piece half as long; the pass that "
+                "merges the partials reads twice as many)")
     if work is None:
         return ("more, smaller programs: a smaller BLOCK size (BLOCK_M/BLOCK_N in a GEMM), split-K, or a "
                 "persistent kernel sized to the device")

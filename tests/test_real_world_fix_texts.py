@@ -113,6 +113,22 @@ def test_a_grid_too_small_names_the_split_the_kernel_has(reports, target, script
     assert f.fix.startswith(start)
 
 
+@pytest.mark.parametrize("target,prefix,start_line", [("gfx942", "8228d31a50cc", 154), ("sm_90", "555e3046c8f7", 176)])
+def test_a_loop_split_over_a_grid_axis_takes_more_pieces(reports, target, prefix, start_line):
+    """vLLM's MLA decode stage 1 (grid batch x head blocks x num_kv_splits = 8x1x4) runs its KV loop from
+    kv_len_per_split * split_kv_id (program id z): its split is more KV pieces, not halving the 16 heads
+    that share the one latent KV head (the fix said "fewer rows per program", 8 rows)."""
+    kr = kernel(reports, target, "vllm_attention", prefix)
+    lines = ttgir(kr)
+    assert "%split_kv_id = tt.get_program_id z" in " ".join(lines)
+    assert lines[start_line - 1].strip().startswith("%split_kv_start = arith.muli") and "%split_kv_id" in lines[
+        start_line - 1]
+    (f,) = found(kr, "IRS601")
+    assert f.severity == "warning" and f.message.startswith("grid 8x1x4 = 32 workgroups")
+    assert f.fix.startswith("more pieces of the loop it already splits") and "rows" not in f.fix
+    assert f"(TTGIR line {start_line})" in f.fix and "grid axis z has 4 now, 8 give 64 programs" in f.fix
+
+
 def test_a_persistent_grid_one_per_cu_where_three_fit(reports):
     """The known miss: liger's DyT backward launches 304 programs (one per CU) that loop over rows with
     tl.num_programs, where its 72 VGPRs and 16 KiB of LDS let 3 share a CU."""
