@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
-from irscope.ir_types import element_of, encoding_of
+from irscope.ir_types import TensorType, element_of, encoding_of
 
 from irscope.layout_graph import GLOBAL_LOADS
 
@@ -151,12 +151,47 @@ def round_trip_cause(module, kind: str, traced: list, stored_ty, read_layout, do
                 "K by the values per word) and pack the weights offline in the order the dot operand reads them, "
                 "so that Triton can stage the narrow packed tile and unpack after the LDS read "
                 f"({spend} now)", True)
-        return Cause(f"computed in registers from a loaded {raw}-bit tile", FIX_PACKED, True)
+        what = f"computed in registers from a loaded {raw}-bit tile"
+        if raw and _scalar_scaled(module, traced):  # elementwise: the raw tile has the stored tile's shape
+            raw_bytes = prod(stored_ty.shape) * raw // 8
+            ops = "/".join(sorted({o.canonical_name for t in traced for o in t.arith}))
+            return Cause(what, f"the work is already elementwise: a cast of the loaded {raw}-bit tile times one "
+                         f"scalar (a per-tensor scale, {ops}); Triton moves a bare cast past the LDS read, not the "
+                         f"multiply, so it stages the {element_of(stored_ty)} result ({nbytes} B) instead of the "
+                         f"{raw}-bit tile ({raw_bytes} B). Cast the loaded tile straight to the dot's type and apply "
+                         "the scale to the dot's result (tl.dot(a, b.to(a.dtype)) * scale); the local_alloc then takes "
+                         f"the raw tile and the cast runs after the read ({spend} now)", True)
+        return Cause(what, FIX_PACKED, True)
     if shuffles:
         return Cause("computed in registers", FIX_SHUFFLE.format(ops="/".join(shuffles)), True)
     what = "computed in registers from reductions" if kind == "reduction" else "computed in registers"
     return Cause(what, f"it is read as operand {operand} of a dot and {relation(src, dst_mma, op_idx)}; {NO_KNOB} "
                        f"({spend})", False)
+
+
+def _scalar_scaled(module, traced) -> bool:
+    """Whether the tile is its loads cast and multiplied (or divided) by one scalar: every op that
+    computed on the way is an arith.mulf/divf whose other operand is a tt.splat of a scalar (a
+    per-tensor dequantization scale), with no shuffle or other producer on the way."""
+    ops = [op for t in traced for op in t.arith]
+    if not ops or any(t.shuffles or t.other or t.dots or t.reductions or t.state for t in traced):
+        return False
+    for op in ops:
+        if op.canonical_name not in ("arith.mulf", "arith.divf") or len(op.operands) != 2:
+            return False
+        scalars = [i for i, v in enumerate(op.operands) if _splat_of_scalar(module, v)]
+        if not scalars or (op.canonical_name == "arith.divf" and scalars != [1]):
+            return False
+    return True
+
+
+def _splat_of_scalar(module, vid: int) -> bool:
+    value = module.values[vid]
+    if value.kind != "result" or value.owner < 0:
+        return False
+    owner = module.ops[value.owner]
+    return owner.canonical_name == "tt.splat" and bool(owner.operands) and not isinstance(
+        module.values[owner.operands[0]].type, TensorType)
 
 
 def _raw_shape(module, traced) -> tuple:

@@ -50,6 +50,7 @@ class Tile:
     shuffles: set = field(default_factory=set)  # tt.join / tt.trans / ... crossed on the way
     accumulated: list = field(default_factory=list)  # loops whose result it is (read after the loop)
     computed: bool = False  # any arithmetic on the way (not only moves, casts and spreads)
+    arith: list = field(default_factory=list)  # the ops that computed (not moves, casts or spreads)
     constants: int = 0
     other: set = field(default_factory=set)
 
@@ -130,6 +131,7 @@ def trace(module, vid: int) -> Tile:
                 tile.shuffles.add(name)
             if not (name in MOVES or name in CASTS or name in SPREADS or name in SHUFFLES):
                 tile.computed = True
+                tile.arith.append(op)
             stack.extend(v for v in op.operands if isinstance(module.values[v].type, TensorType))
         elif name in ("tt.make_range", "tt.get_program_id"):
             pass  # index arithmetic (a shift amount, a mask): not where the data comes from

@@ -143,6 +143,11 @@ class LdsRoundTrip(Rule):
       the loop) so that Triton stages the narrow raw tile and converts after the LDS read; when
       each packed word is loaded once per value it holds (a raw tile as large as the result, as
       in gemlite), staging it raw would move more bytes: load each word once and pack offline;
+      when the work is already a cast times one scalar (vLLM's fp8 KV cache with a per-tensor
+      scale: fp_to_fp, mulf, truncf), Triton still stages the result, since it moves only a bare
+      cast past the LDS read: cast the loaded tile straight to the dot's type and apply the scale
+      to the dot's result (`tl.dot(q, k.to(q.dtype)) * k_scale`); Triton then stages the fp8 tile
+      (tests compile both forms);
     - *loop-carried state*, *a reduction's result*, *a loaded vector meeting a tile of another
       layout*: nothing in the kernel's hands; the finding is info and gives the bytes;
     - *a transpose or reshape next to a convert*: load or pack the data in the order the

@@ -128,6 +128,8 @@ CORPUS_KERNELS = {  # (target, cache directory prefix): what the kernel shows
     ("gfx942", "SQLQHI45"): "sageattention _attn_fwd num_warps=8: P between two dots of different MFMA layouts",
     ("gfx942", "6K4I4LE2"): "fla recompute_w_u_fwd: buffer_load + in_thread_transpose stores, a pipeliner zero fill",
     ("gfx942", "DNXDWK5V"): "fla chunk_gated_delta_rule_fwd_h: the recurrent state h as operand B every chunk",
+    ("gfx942", "5O5F4E6M"): "vLLM kernel_unified_attention, fp8 KV cache: K and V dequantized by a per-tensor scale",
+    ("sm_90", "DA2EROKD"): "vLLM kernel_unified_attention, fp8 KV cache (sm_90): the same, K and V cp.async'd as fp8",
 }
 
 
@@ -216,6 +218,24 @@ def test_recurrent_state_is_info_and_says_nothing_can_change_it(corpus_reports):
     assert all("pack" not in f.fix for f in trip_findings(findings))
 
 
+@pytest.mark.parametrize("target, prefix, lines", [("gfx942", "5O5F4E6M", (407, 440)),
+                                                   ("sm_90", "DA2EROKD", (428, 432))])
+def test_per_tensor_scaled_fp8_kv_names_the_scale_not_the_packing(corpus_reports, target, prefix, lines):
+    # vLLM's _cast_kv_tile for an fp8 KV cache with a per-tensor scale: K/V = (x.to(f32) * scale).to(bf16)
+    # (gfx942 ttgir 398-403: tt.fp_to_fp, arith.mulf by a tt.splat of the scalar tl.load(k_scale), arith.truncf),
+    # then local_alloc of the bf16 tile. The work is elementwise already, so "keep it elementwise / pack
+    # offline" did not fit; the fix now says to scale the dot's result so Triton stages the fp8 tile.
+    report, findings = corpus_reports[(target, prefix)]
+    text = ttgir_lines(report)
+    assert all("ttg.local_alloc" in text[line - 1] and "bf16" in text[line - 1] for line in lines)
+    dequantized = [f for f in trip_findings(findings) if f.line in lines]
+    assert len(dequantized) == 2 and all(f.severity == "warning" for f in dequantized)
+    for f in dequantized:
+        assert "computed in registers from a loaded 8-bit tile" in f.message
+        assert "a per-tensor scale, arith.mulf" in f.fix and "4096 B) instead of the 8-bit tile (2048 B)" in f.fix
+        assert "tl.dot(a, b.to(a.dtype)) * scale" in f.fix and "pack" not in f.fix
+
+
 # -- kernels compiled here with Triton 3.9 for gfx942 ---------------------------------------------------------------
 
 KERNELS = Path(__file__).parent / "data" / "irs301_kernels.py"
@@ -259,3 +279,17 @@ def test_the_warps_knob_removes_the_p_round_trip(compiled):
     ((report4, findings4),) = compiled[("int8_attention", 4)]
     assert findings4 == []
     assert not re.search(r"ttg\.local_alloc %\w+ : \(tensor<128x64xf16", "\n".join(ttgir_lines(report4)))
+
+
+def test_scaling_the_dot_result_stages_the_fp8_tile(compiled):
+    # The fix of the test above, compiled: (k.to(f32) * scale).to(bf16) before the dot makes Triton stage
+    # the bf16 tile (a warning naming the scale); tl.dot(q, k.to(bf16)) * scale stages the raw fp8 tile and
+    # converts it in the dot_op layout after the read (tt.fp_to_fp), which is staging, not a finding.
+    runs = {"fp8" if re.search(r"ttg\.local_alloc %\w+ : \(tensor<128x16xf8E4M3FNUZ", "\n".join(ttgir_lines(r)))
+            else "bf16": (r, f) for r, f in compiled[("fp8_kv_scaled", 4)]}
+    report, findings = runs["bf16"]
+    (trip,) = trip_findings(findings)
+    assert trip.severity == "warning" and "a per-tensor scale, arith.mulf" in trip.fix
+    report, findings = runs["fp8"]
+    assert re.search(r"tt\.fp_to_fp %\w+ : tensor<128x16xf8E4M3FNUZ, #ttg\.dot_op", "\n".join(ttgir_lines(report)))
+    assert findings == []

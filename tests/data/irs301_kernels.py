@@ -53,6 +53,23 @@ def int8_attention(Q, K, V, Out, N_CTX, BLOCK_M: tl.constexpr, BLOCK_N: tl.const
     tl.store(Out + offs_m[:, None] * HEAD + offs_d[None, :], (acc / l_i[:, None]).to(tl.float16))
 
 
+@triton.jit
+def fp8_kv_scaled(Q, K, S, Out, n, SCALE_AFTER: tl.constexpr):
+    offs_m = tl.arange(0, 16)
+    offs_d = tl.arange(0, 128)
+    offs_t = tl.arange(0, 16)
+    q = tl.load(Q + offs_m[:, None] * 128 + offs_d[None, :])
+    scale = tl.load(S)
+    acc = tl.zeros((16, 16), tl.float32)
+    for j in range(n):
+        k = tl.load(K + j * 2048 + offs_d[:, None] + offs_t[None, :] * 128)
+        if SCALE_AFTER:
+            acc += tl.dot(q, k.to(q.dtype)) * scale
+        else:
+            acc += tl.dot(q, (k.to(tl.float32) * scale).to(q.dtype))
+    tl.store(Out + offs_m[:, None] * 16 + offs_t[None, :], acc)
+
+
 def compile_all():
     gemm_sig = {"A": "*fp16", "B": "*u8", "C": "*fp16", "K": "i32",
                 "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr"}
@@ -63,3 +80,7 @@ def compile_all():
     for num_warps in (8, 4):
         triton.compile(ASTSource(int8_attention, attn_sig, {"BLOCK_M": 128, "BLOCK_N": 64, "HEAD": 64}),
                        target=GFX942, options={"num_warps": num_warps})
+    kv_sig = {"Q": "*bf16", "K": "*fp8e4b8", "S": "*fp32", "Out": "*fp32", "n": "i32", "SCALE_AFTER": "constexpr"}
+    for after in (0, 1):
+        triton.compile(ASTSource(fp8_kv_scaled, kv_sig, {"SCALE_AFTER": after}), target=GFX942,
+                       options={"num_warps": 4, "num_stages": 2})
