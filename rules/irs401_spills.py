@@ -7,6 +7,7 @@ from collections import Counter
 from irscope.isa import LOCAL_LOAD, LOCAL_STORE
 from irscope.mlir import DOT_OPS
 from irscope.model import AmdResources, NvidiaResources
+from irscope.occupancy_amd import AMD_ARCHES, vgprs_for_waves
 from irscope.rule import Rule
 
 def _fix(ctx) -> str:
@@ -18,7 +19,27 @@ def _fix(ctx) -> str:
                               "the same block")
     cap = ("do not ask waves_per_eu for more waves than the registers allow" if ctx.backend == "hip"
            else "raise or drop maxnreg where it is set")
+    capped = _waves_per_eu_cap(ctx)
+    if capped:
+        return f"{capped}; otherwise keep fewer values live: {tiles}"
     return f"keep fewer values live: {tiles}; {cap}"
+
+
+def _waves_per_eu_cap(ctx) -> str | None:
+    """waves_per_eu=N holds a kernel to 512 // N VGPRs (rounded down to the granule); one that uses all of
+    them and spills VGPRs spills because of the cap (tutorial 03's 64x64 config, waves_per_eu=8: 64 VGPRs,
+    7 spilled): ask for fewer waves first."""
+    res, option, arch = ctx.resources, ctx.kernel.options.waves_per_eu, AMD_ARCHES.get(ctx.arch or "")
+    if not isinstance(res, AmdResources) or option is None or arch is None or not _value(res.vgpr_spill):
+        return None
+    asked, used = option.value, _value(res.vgpr_total)
+    budget = vgprs_for_waves(arch, asked) if asked and asked > 1 else None
+    if budget is None or used < budget:
+        return None
+    fewer = vgprs_for_waves(arch, asked - 1)
+    return (f"waves_per_eu={asked} holds the kernel to {budget} VGPRs (.vgpr_count {used}) and LLVM spills the rest: "
+            f"ask for fewer waves (waves_per_eu={asked - 1} allows {fewer} VGPRs) or drop it, and check "
+            f".vgpr_spill_count is 0")
 
 
 class Spills(Rule):
@@ -68,7 +89,10 @@ class Spills(Rule):
     Keep fewer values live at once: smaller `BLOCK_M`/`BLOCK_N` (or `BLOCK_K`), more
     `num_warps` for the same tile so each thread holds less, fewer `num_stages`. Do not ask
     `waves_per_eu` for more waves than the kernel's registers allow (it caps the register
-    budget and LLVM spills the rest); on NVIDIA raise or drop `maxnreg`. Restructure
+    budget and LLVM spills the rest): where a kernel spills at the budget of its
+    `waves_per_eu=N`, the fix names the cap first and what N-1 waves allow (Triton's
+    tutorial 03 GEMM, 64x64 config with `waves_per_eu=8` on gfx942: 64 VGPRs, 7 spilled;
+    7 waves allow 72). On NVIDIA raise or drop `maxnreg`. Restructure
     reductions that hold a whole tile live (two passes over the data, or a loop over
     chunks).
     """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from irscope.occupancy import occupancy_for
 from irscope.occupancy_amd import AMD_ARCHES
 from irscope.occupancy_nvidia import SUB_PARTITIONS
 from irscope.rule import Rule
@@ -27,7 +28,11 @@ class OccupancyOne(Rule):
     the metadata json's `shared`, the cubin's register count), and the step irscope's
     occupancy calculator finds to reach two. A CU that holds fewer waves than it has SIMDs
     (one 2-wave workgroup: 1 wave on 2 of 4 SIMDs) counts as one wave per SIMD, with the
-    idle SIMDs named.
+    idle SIMDs named. Where LLVM padded the VGPR allocation above what the kernel uses to
+    hold a `waves_per_eu` cap (`.amdhsa_next_free_vgpr` above `.vgpr_count`; Triton 3.6+
+    asks `"N,N"`, so `waves_per_eu=1` caps too), it names both counts and the occupancy
+    without the cap: vLLM's MLA decode (stage 1, `waves_per_eu=1`, gfx942) uses 200 VGPRs
+    and is allocated 257, 1 wave per SIMD where its registers allow 2.
 
     ## Why is this bad?
     A SIMD switches between its resident waves to hide the latency of memory, LDS and MFMA
@@ -47,7 +52,7 @@ class OccupancyOne(Rule):
     the same tile, better pointer facts (`tl.multiple_of`, `tl.constexpr` unit strides: the
     unaligned GEMM's 2-byte loads cost VGPRs), then `waves_per_eu=2` to hold the compiler
     to 256. LDS / shared memory: fewer `num_stages`, a smaller `BLOCK_K`. NVIDIA registers:
-    `maxnreg`, smaller tiles.
+    `maxnreg`, smaller tiles. A `waves_per_eu` cap that pads the allocation: raise it or drop it.
     An inductor kernel's config is inductor's (its autotuner or heuristics): the fix says so.
     A config that cannot launch at all is IRS403's error, not reported here.
     """
@@ -79,19 +84,24 @@ class OccupancyOne(Rule):
         if not names:
             return []
         name = names[0]
-        limit = " and ".join(f"{occ.input(n)} {WORDS.get(n, n)}" for n in dict.fromkeys(names))
+        padded = _padded(ctx) if "vgprs" in names else None
+        limit = " and ".join(padded[0] if n == "vgprs" and padded else f"{occ.input(n)} {WORDS.get(n, n)}"
+                             for n in dict.fromkeys(names))
         step = next((s for s in occ.steps if s.name == name), None) or next(iter(occ.steps), None)
         unit = "workgroup" if o.unit == "waves/SIMD" else "block"
         message = f"{state}: {limit} limit the {_where(o)} to {o.groups} {unit}{'s' if o.groups != 1 else ''}"
         spilled = getattr(ctx.resources, "vgpr_spill", None)
-        if step is not None and step.name == "vgprs" and spilled is not None and spilled.value:
+        fix = ("cut what limits it: registers with smaller tiles or more num_warps (then "
+               + ("maxnreg" if o.unit == "warps/SM" else "waves_per_eu=2")
+               + "), LDS / shared memory with fewer num_stages or a smaller BLOCK_K")
+        if padded is not None and name == "vgprs":  # the cap, not the kernel's registers, sets occupancy
+            message += f"; {padded[1]}"
+            fix = padded[2]
+        elif step is not None and step.name == "vgprs" and spilled is not None and spilled.value:
             message += (f"; {step.to} VGPRs would give {step.active} {o.unit}, but it already spills {spilled.value} "
                         f"VGPRs: cut live values, not the register budget")
         elif step is not None:
             message += f"; {step.hint}"
-        fix = ("cut what limits it: registers with smaller tiles or more num_warps (then "
-               + ("maxnreg" if o.unit == "warps/SM" else "waves_per_eu=2")
-               + "), LDS / shared memory with fewer num_stages or a smaller BLOCK_K")
         generated = inductor_kernel(ctx)
         if generated is not None:  # inductor picks the config: nothing in it is edited by hand
             fix = config_fix(generated, f"the {limit} that limit it")
@@ -99,6 +109,26 @@ class OccupancyOne(Rule):
             ctx, **input_artifact(ctx, name), message=message, fix=fix,
             evidence={"active": o.active, "groups": o.groups, name: occ.input(name)},
         )]
+
+
+def _padded(ctx) -> tuple[str, str, str] | None:
+    """Where LLVM padded the VGPR allocation above what the kernel uses (`.amdhsa_next_free_vgpr` above
+    `.vgpr_count`: Triton 3.6+ asks `"amdgpu-waves-per-eu"="N,N"`, and LLVM pads so that no more than N
+    waves fit, N=1 included; vLLM's MLA decode: 200 used, 257 allocated): the limit's words, the
+    occupancy without the cap and the fix."""
+    occ = ctx.occupancy
+    used, allocated = getattr(ctx.resources, "vgpr_total", None), occ.input("vgprs")
+    if used is None or allocated is None or allocated <= used.value:
+        return None
+    option = ctx.kernel.options.waves_per_eu
+    asked = option.value if option is not None and option.value else None
+    words = f"{allocated} VGPRs allocated a wave (.amdhsa_next_free_vgpr; the kernel uses {used.value}, .vgpr_count)"
+    free = occupancy_for(occ.occupancy.arch, {i.name: i.value for i in occ.inputs} | {"vgprs": used.value}).occupancy
+    cap = f"waves_per_eu={asked}'s cap" if asked else "a waves_per_eu cap"
+    hint = f"LLVM pads the allocation to hold {cap}; without the cap {free.active} {free.unit} fit"
+    fix = (f"raise waves_per_eu to {free.active} or drop it: the kernel needs only {used.value} VGPRs; keep the cap "
+           f"only where a measurement shows fewer waves run faster")
+    return words, hint, fix
 
 
 def _where(o) -> str:

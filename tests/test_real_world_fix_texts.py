@@ -182,6 +182,38 @@ def test_a_waves_per_eu_cap_that_pads_the_vgprs_is_reported(reports, prefix, use
         Path(kr.kernel.artifact("json").path).read_text())["waves_per_eu"] == 2
 
 
+def test_one_wave_from_a_waves_per_eu_1_cap_names_the_padded_allocation(reports):
+    """vLLM's MLA decode stage 1 asks waves_per_eu=1 on ROCm: the kernel uses 200 VGPRs and LLVM allocates 257
+    so that one wave fits. IRS404 said "257 VGPRs (.vgpr_count)" at the .amdhsa_next_free_vgpr line and told
+    the kernel to cut registers it does not use; the cap is what to raise."""
+    kr = kernel(reports, "gfx942", "vllm_attention", "8228d31a50cc")
+    asm = amdgcn(kr)
+    assert ".amdhsa_next_free_vgpr 257" in asm and ".vgpr_count:     200" in asm
+    assert json.loads(Path(kr.kernel.artifact("json").path).read_text())["waves_per_eu"] == 1
+    (f,) = found(kr, "IRS404")
+    assert "next_free_vgpr" in asm.splitlines()[f.line - 1]
+    assert "257 VGPRs (.vgpr_count)" not in f.message
+    assert f.message.startswith("1 wave per SIMD: 257 VGPRs allocated a wave (.amdhsa_next_free_vgpr; the kernel "
+                                "uses 200, .vgpr_count)")
+    assert "waves_per_eu=1's cap; without the cap 2 waves/SIMD fit" in f.message
+    assert f.fix.startswith("raise waves_per_eu to 2 or drop it")
+
+
+def test_spills_under_a_waves_per_eu_cap_name_the_cap_first(reports):
+    """Triton's tutorial 03 GEMM, 64x64x32 config with waves_per_eu=8 on gfx942: LLVM holds it to 64 VGPRs
+    (512 // 8) and spills 7; the fix led with smaller tiles for a tile that is already the smallest."""
+    kr = kernel(reports, "gfx942", "tutorial_03-matrix-multiplication", "31e9b89d8be2")
+    asm = amdgcn(kr)
+    assert ".vgpr_count:     64" in asm and ".vgpr_spill_count: 7" in asm
+    assert json.loads(Path(kr.kernel.artifact("json").path).read_text())["waves_per_eu"] == 8
+    (f,) = found(kr, "IRS401")
+    assert f.fix.startswith("waves_per_eu=8 holds the kernel to 64 VGPRs (.vgpr_count 64) and LLVM spills the "
+                            "rest: ask for fewer waves (waves_per_eu=7 allows 72 VGPRs) or drop it")
+    spilling = kernel(reports, "gfx942", "sageattention_int8", "941703a39d06")  # spills with no cap set
+    (f,) = found(spilling, "IRS401")
+    assert f.fix.startswith("keep fewer values live")
+
+
 # -- inductor's kernels (an H100 run of a Llama block, Triton 3.6): their configs are inductor's ------------------
 
 INDUCTOR = ("sm_90", "inductor_llama_block")
