@@ -78,8 +78,11 @@ class Baseline:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
         except OSError as exc:
             raise BaselineError(f"{path}: cannot read the baseline: {exc.strerror or exc}") from None
-        except ValueError as exc:
+        except ValueError as exc:  # the decoder's message gives the line and column (or the byte's position)
             raise BaselineError(f"{path}: not a JSON baseline: {exc}") from None
+        except RecursionError:  # `[[[[...`: json's decoder recurses once a level
+            raise BaselineError(f"{path}: not a JSON baseline: nested too deeply to read (a baseline is a flat "
+                                "list of entries)") from None
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
             raise BaselineError(f"{path}: not an irscope baseline (no \"schema\": \"{SCHEMA}\"); "
                                 "write one with `irscope baseline PATH > FILE`")
@@ -88,11 +91,14 @@ class Baseline:
                                 f"this irscope reads ({SCHEMA_VERSION}); upgrade irscope")
         counts: Counter[Key] = Counter()
         messages: dict[Key, str] = {}
-        for i, entry in enumerate(data.get("findings", [])):
+        findings = data.get("findings", [])
+        if not isinstance(findings, list):
+            raise BaselineError(f"{path}: \"findings\" is not a list of entries")
+        for i, entry in enumerate(findings):
             try:
                 key: Key = tuple(str(entry[k]) for k in KEY_FIELDS)  # type: ignore[assignment]
                 counts[key] += int(entry.get("count", 1))
-            except (TypeError, KeyError, ValueError, AttributeError):
+            except (TypeError, KeyError, ValueError, AttributeError, OverflowError, RecursionError):  # 1e999, [[[
                 raise BaselineError(f"{path}: findings[{i}] is not an entry with "
                                     f"{', '.join(KEY_FIELDS)} and count") from None
             messages.setdefault(key, str(entry.get("message", "")))

@@ -95,7 +95,7 @@ class IrscopePlugin:
     # -- hooks -------------------------------------------------------------------------------
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         baseline = self._baseline_path()
-        return [f"irscope: {', '.join(self.paths)}" + (f" (baseline {baseline})" if baseline else "")]
+        return [printable(f"irscope: {', '.join(self.paths)}" + (f" (baseline {baseline})" if baseline else ""))]
 
     def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
         return True if config.getoption("irscope_only") else None  # --irscope-only: no test files
@@ -116,7 +116,7 @@ class IrscopePlugin:
         if run.baseline is not None:
             line += f", {accepted} accepted by the baseline {run.baseline.source}"
         terminalreporter.write_sep("-", "irscope")
-        terminalreporter.write_line(line)
+        terminalreporter.write_line(printable(line))
         if run.verdict.unused:
             unused = sorted(run.verdict.unused.items())
             total = sum(n for _, n in unused)
@@ -124,7 +124,7 @@ class IrscopePlugin:
                 f"irscope: {total} baseline entr{'y' if total == 1 else 'ies'} no longer occur (fixed, or the "
                 "kernel was not compiled); `irscope baseline PATH > FILE` updates it:")
             for text in describe(unused[:20]):
-                terminalreporter.write_line(f"  {text}")
+                terminalreporter.write_line(f"  {printable(text)}")  # the baseline file's text
             if len(unused) > 20:
                 terminalreporter.write_line(f"  ... and {len(unused) - 20} more")
 
@@ -142,16 +142,18 @@ class IrscopeScan(pytest.Collector):
         try:
             run = _plugin(self).scan()
         except (HarvestError, ReportError, BaselineError, ValueError) as exc:  # RuleConfigError is a ValueError
-            raise self.CollectError(f"irscope: {exc}") from None
+            raise self.CollectError(printable(f"irscope: {exc}")) from None
         for r in sorted(run.report.kernels, key=lambda r: r.kernel.key):
             yield Kernel.from_parent(self, name=kernel_node_name(r), result=r)
 
 
 def kernel_node_name(r: KernelReport) -> str:
-    """`<key>/<name>@<arch>`: unique (the key) and readable (the name), for -k as well."""
+    """`<key>/<name>@<arch>`: unique (the key) and readable (the name), for -k as well. Escaped as the
+    console escapes a cache's text: pytest prints node IDs raw (FAILED lines, -v) and puts them in
+    PYTEST_CURRENT_TEST, where a NUL or a lone surrogate would make it error."""
     k = r.kernel
     name = k.key if k.key.endswith(k.name) else f"{k.key}/{k.name}"
-    return f"{name}@{k.target.arch if k.target else '?'}"
+    return printable(f"{name}@{k.target.arch if k.target else '?'}")
 
 
 class Kernel(pytest.Collector):
@@ -167,7 +169,8 @@ class Kernel(pytest.Collector):
         families = {family(rule.code) for rule in run.selection.rules() if applies(rule, r)}
         families |= {family(f.code) for f in r.findings}
         for name in sorted(families):
-            yield RuleFamily.from_parent(self, name=name, result=r, family_code=name)
+            # A saved report's finding codes are its text too: the node's name is escaped, the code kept.
+            yield RuleFamily.from_parent(self, name=printable(name), result=r, family_code=name)
 
 
 def applies(rule: type[Rule], r: KernelReport) -> bool:
@@ -216,7 +219,8 @@ class RuleFamily(pytest.Item):
     def reportinfo(self):
         # The failure's headline: `matmul_kernel@gfx942 IRS1xx` (the node id has the key too).
         k = self.result.kernel
-        return Path(k.directory), None, f"{k.name}@{k.target.arch if k.target else '?'} {self.name}"
+        headline = f"{k.name}@{k.target.arch if k.target else '?'} {self.name}"
+        return Path(printable(k.directory)), None, printable(headline)
 
 
 def failure_text(r: KernelReport, family_code: str, new: list[Finding], accepted: list[Finding], failed: list,
@@ -234,4 +238,4 @@ def failure_text(r: KernelReport, family_code: str, new: list[Finding], accepted
         summary += f"; {len(accepted)} more accepted by the baseline {baseline.source}"
     if new:
         summary += f". `irscope explain {new[0].code}` says more"
-    return "\n".join(parts) + "\n\n" + summary
+    return "\n".join(parts) + "\n\n" + printable(summary)

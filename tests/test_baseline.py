@@ -71,7 +71,17 @@ def test_round_trip_and_counts(before, tmp_path):
     ('{"schema": "irscope.report"}', "not an irscope baseline"),
     ('{"schema": "irscope.baseline", "schema_version": 99}', "newer than this irscope reads"),
     ('{"schema": "irscope.baseline", "schema_version": 1, "findings": [{"kernel": "k"}]}', r"findings\[0\]"),
-])
+    # Malformed input (issue 22): nesting deeper than json's decoder recurses, a cut-off file (its line
+    # and column), a count no int holds, findings that are no list.
+    ("[" * 100_000, "not a JSON baseline: nested too deeply"),
+    ('{"a": ' * 100_000, "not a JSON baseline: nested too deeply"),
+    ('{"schema": "irscope.baseline", "schema_version": 1, "findings": [\n  {"kernel": "k"',
+     r"not a JSON baseline: Expecting ',' delimiter: line 2 column 17"),
+    ('{"schema": "irscope.baseline", "schema_version": 1, "findings": [{"kernel": "k", "arch": "a", "code": "c", '
+     '"where": "w", "count": 1e999}]}', r"findings\[0\] is not an entry"),
+    ('{"schema": "irscope.baseline", "schema_version": 1, "findings": 5}', '"findings" is not a list'),
+], ids=["not-json", "a-report", "newer", "no-arch", "malformed-deep-lists", "malformed-deep-objects",
+        "malformed-truncated", "malformed-count-1e999", "malformed-findings-not-a-list"])
 def test_a_bad_baseline_is_an_error_naming_the_file(tmp_path, text, message):
     path = tmp_path / "b.json"
     path.write_text(text)

@@ -204,3 +204,72 @@ def test_without_irscope_the_plugin_imports_nothing(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_DISABLE_PLUGIN_AUTOLOAD"}  # the entry point's run
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# Hostile input (issue 22): a kernel name holding an SGR, an OSC 0 (window title) and an OSC 8 (link)
+# escape, BEL, CR, NUL and U+202E (right-to-left override); pytest prints node IDs as they are.
+HOSTILE_NAME = ("evil\x1b[31mRED\x1b]0;TITLE\x07\x1b]8;;https://example.invalid\x1b\\LINK\x1b]8;;\x1b\\"
+                "\r\x00\u202eRTL")
+RAW = ("\x1b", "\x07", "\r", "\x00", "\u202e")
+
+
+def errors(result: pytest.RunResult) -> int:
+    outcomes = result.parseoutcomes()
+    return outcomes.get("errors", 0) + outcomes.get("error", 0)
+
+
+def hostile_cache(manifest, where, name: str):
+    """A real fixture kernel (3.9 gemm_aligned for gfx942: it has findings) with only the name in its
+    metadata json made hostile."""
+    import shutil
+
+    from conftest import kernel_dirs
+
+    src = kernel_dirs(manifest, cache="caches/triton-3.9", fixture="gemm_aligned", target_arch="gfx942")[0]
+    hashdir = shutil.copytree(src, where / "cache" / src.name)
+    meta = next(p for p in hashdir.glob("*.json") if not p.name.startswith("__grp__"))
+    data = json.loads(meta.read_text())
+    data["name"] = name
+    meta.write_text(json.dumps(data))  # ensure_ascii: a lone surrogate is written as the escape `\ud800`
+    return where / "cache"
+
+
+def test_hostile_kernel_name_is_escaped_in_test_ids_and_headers(pytester, manifest, tmp_path):
+    from irscope.render.safe import printable
+
+    cache = hostile_cache(manifest, tmp_path, HOSTILE_NAME)
+    gone = {"kernel": HOSTILE_NAME, "arch": "gfx942", "code": "IRS101", "where": "x.py:1", "count": 1}
+    (pytester.path / "b.json").write_text(json.dumps({"schema": "irscope.baseline", "schema_version": 1,
+                                                     "findings": [gone]}))
+    result = run(pytester, f"--irscope={cache}", "--irscope-baseline=b.json", "-v", "-rA")
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED and not errors(result), out
+    acting = {ch for ch in RAW if ch in out}
+    assert not acting, f"raw {sorted(map(repr, acting))} reach the terminal"
+    shown = printable(HOSTILE_NAME)  # as the console shows it; compared as text: it holds `[`, which fnmatch reads
+    lines = result.outlines
+    assert any(t.startswith("FAILED irscope::") and t.endswith(f"/{shown}@gfx942::IRS2xx") for t in lines), out
+    assert any(t.startswith("_") and f" {shown}@gfx942 IRS2xx " in t for t in lines), out  # the failure's header
+    assert f"  {shown} gfx942 IRS101 x.py:1" in lines, out  # the baseline's unused entry
+
+
+def test_hostile_kernel_name_with_a_lone_surrogate_is_no_pytest_error(pytester, manifest, tmp_path):
+    cache = hostile_cache(manifest, tmp_path, "evil\ud800name")
+    result = run(pytester, f"--irscope={cache}", "-v", "-rA")
+    out = result.stdout.str()
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), out
+    assert not errors(result) and "INTERNALERROR" not in out, out
+    result.stdout.re_match_lines([r"irscope::.*/evil\\ud800name@gfx942::IRS1xx (PASSED|FAILED)"])
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("[" * 100_000, "irscope: *b.json: not a JSON baseline: nested too deeply to read*"),
+    ('{"schema": "irscope.baseline", "schema_version": 1, "findings": [\n  {"kernel": "k"',
+     "irscope: *b.json: not a JSON baseline: Expecting ',' delimiter: line 2 column 17*"),
+], ids=["malformed-deep-lists", "malformed-truncated"])
+def test_a_malformed_baseline_is_a_collection_error_naming_the_file(pytester, text, message):
+    (pytester.path / "b.json").write_text(text)
+    result = run(pytester, f"--irscope={BEFORE}", "--irscope-baseline=b.json")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*ERROR collecting irscope*", message])
+    assert "RecursionError" not in result.stdout.str() and "INTERNALERROR" not in result.stdout.str()

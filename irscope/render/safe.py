@@ -5,17 +5,20 @@ from __future__ import annotations
 import re
 
 # C0 but tab and newline, DEL, C1 (0x9b is CSI to some terminals), line/paragraph separators,
-# and every bidi control: embeddings, overrides, isolates and marks ("Trojan Source").
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+# every bidi control: embeddings, overrides, isolates and marks ("Trojan Source"), and lone surrogates
+# (`"\ud800"` in a json, or a non-UTF-8 file name): no encoder writes them, so they would raise.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def printable(text: str) -> str:
-    """Replace control characters (ESC, BEL, bidi overrides...) with visible `\\xNN` escapes."""
+    """Replace control characters (ESC, BEL, bidi overrides...) and lone surrogates with visible
+    `\\xNN` / `\\uNNNN` escapes."""
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
                         else f"\\u{ord(m.group()):04x}", text)
 
 
 def json_safe(json_text: str) -> str:
     """JSON text with what `json.dumps(ensure_ascii=False)` leaves raw but a terminal acts on (DEL,
-    C1 controls, bidi overrides) written as `\\uXXXX` escapes: it loads back the very same data."""
+    C1 controls, bidi overrides) or cannot encode (lone surrogates) written as `\\uXXXX` escapes: it loads back
+    the very same data."""
     return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", json_text)
