@@ -5,8 +5,11 @@ from __future__ import annotations
 import re
 
 # C0 but tab and newline, DEL, C1 (0x9b is CSI to some terminals), line/paragraph separators,
-# and every bidi control: embeddings, overrides, isolates and marks ("Trojan Source").
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+# and every bidi control: embeddings, overrides, isolates and marks ("Trojan Source"). Lone
+# surrogates too: a byte of a file name that is not UTF-8 (Python's surrogateescape) or a `\ud800`
+# escape in a json; no UTF-8 stream can write them, so a terminal, file or CSV would raise.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def printable(text: str) -> str:
@@ -19,3 +22,13 @@ def json_safe(json_text: str) -> str:
     """JSON text with what `json.dumps(ensure_ascii=False)` leaves raw but a terminal acts on (DEL,
     C1 controls, bidi overrides) written as `\\uXXXX` escapes: it loads back the very same data."""
     return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", json_text)
+
+
+def has_surrogates(text: str) -> bool:
+    return _SURROGATE.search(text) is not None
+
+
+def surrogates_escaped(text: str) -> str:
+    """`text` with each lone surrogate written as a visible `\\udcff`: what any UTF-8 writer can
+    write. Everything else is kept as it is (CSV keeps an artifact's text)."""
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
