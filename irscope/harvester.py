@@ -267,10 +267,10 @@ def _group_problems(directory: str, name: str, filenames: list[str]) -> list[Pro
 def _not_utf8(key: str, directory: str, filenames: list[str]) -> list[Problem]:
     """A warning naming the kernel's directory or file whose name is not UTF-8 (os.walk gives its bytes
     as lone surrogates). It is read all the same; reports and exports write each such byte as `\\udcff`."""
-    if has_surrogates(key):
-        return [Problem(directory, _NOT_UTF8, severity="warning")]
     bad = [f for f in filenames if has_surrogates(f)]
-    return [Problem(os.path.join(directory, bad[0]), _NOT_UTF8, severity="warning")] if bad else []
+    if bad:
+        return [Problem(os.path.join(directory, bad[0]), _NOT_UTF8, severity="warning")]
+    return [Problem(directory, _NOT_UTF8, severity="warning")] if has_surrogates(key) else []
 
 
 def _readable_size(path: str, directory: str, follow: bool = False) -> tuple[int, str | None]:
