@@ -49,7 +49,9 @@ def specialization(kr: KernelReport) -> tuple:
     options = []
     for name in CODE_OPTIONS:
         value = k.metadata.get(name)
-        if value is None or value in UNSET.get(name, ()):
+        # Triton writes these as numbers and booleans; a list or object (a hostile json or saved
+        # report; the reader said so) is left out, as the reader ignored it, and could not be hashed.
+        if not isinstance(value, (int, float, str)) or value in UNSET.get(name, ()):
             continue
         options.append((name, value))
     return (k.name, k.target.arch if k.target else None, tuple(options), _ttir_signature(kr))

@@ -13,7 +13,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from irscope.render.safe import printable
+from irscope.render.safe import printable, surrogates_escaped
 
 STDOUT = "-"
 SCAN_EXPORTS = ("json", "sarif", "csv", "parquet", "markdown")
@@ -56,6 +56,9 @@ def pyarrow_installed() -> bool:
 
 
 def _write(path: str, text: str, terminal_safe: bool = False) -> None:
+    # A file name that is not UTF-8 (or a lone `\ud800` escape) is a lone surrogate no UTF-8 writer
+    # can write: written as a visible escape instead of losing the whole file.
+    text = surrogates_escaped(text)
     if path == STDOUT:
         # CSV keeps an artifact's text as it is; on a terminal its escapes would act: show them.
         sys.stdout.write(printable(text) if terminal_safe and sys.stdout.isatty() else text)
@@ -76,7 +79,7 @@ def write_scan(report, args: argparse.Namespace) -> bool:
         if args.csv:
             _write(args.csv, kernels.to_csv(index=False, lineterminator="\n"), terminal_safe=True)
             if args.csv != STDOUT:
-                findings.to_csv(findings_path(args.csv), index=False, lineterminator="\n")
+                _write(findings_path(args.csv), findings.to_csv(index=False, lineterminator="\n"))
         if args.parquet:
             kernels.to_parquet(args.parquet, index=False)
             findings.to_parquet(findings_path(args.parquet), index=False)

@@ -30,6 +30,7 @@ from irscope.model import STAGES, Artifact, Fact, Kernel, KernelOptions, Origin,
 from irscope.parsers.errors import ArtifactError
 from irscope.parsers.limits import read_limited
 from irscope.parsers.metadata import parse_metadata
+from irscope.render.safe import has_surrogates
 
 _STAGE_OF_EXT = {stage: stage for stage in STAGES}
 _STAGE_ORDER = {stage: i for i, stage in enumerate(STAGES)}
@@ -40,6 +41,7 @@ _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _B64_43 = re.compile(r"^[A-Za-z0-9_-]{43}$")
 _B32_52 = re.compile(r"^[A-Z2-7]{52}$")
 _INCOMPLETE = "incomplete: Triton has not finished writing this kernel (no __grp__ file yet)"
+_NOT_UTF8 = "name is not UTF-8: read all the same; reports show each byte that is not UTF-8 as \\udcXX"
 _GROUP_FILE_LIMIT = 1 << 20  # Triton's group files are a few hundred bytes
 
 
@@ -197,6 +199,7 @@ class _Collector:
                 problems.append(Problem(path, refused))
             else:
                 artifacts.append(Artifact(stage, path, size))
+        problems.extend(_not_utf8(key, directory, [fname for _, fname in files]))
         if meta_path is not None and meta_path not in {a.path for a in artifacts} and (
                 layout != "file" or _readable(meta_path, directory)):
             meta_path = None  # refused above (and said why), or a named file's sibling that is no plain file
@@ -259,6 +262,15 @@ def _group_problems(directory: str, name: str, filenames: list[str]) -> list[Pro
     return [Problem(os.path.join(directory, c), f"cannot read: No such file or directory ({os.path.basename(path)} "
                     "lists it: removed since Triton wrote it?)")
             for c in names if "/" not in c and c not in listing]
+
+
+def _not_utf8(key: str, directory: str, filenames: list[str]) -> list[Problem]:
+    """A warning naming the kernel's directory or file whose name is not UTF-8 (os.walk gives its bytes
+    as lone surrogates). It is read all the same; reports and exports write each such byte as `\\udcff`."""
+    bad = [f for f in filenames if has_surrogates(f)]
+    if bad:
+        return [Problem(os.path.join(directory, bad[0]), _NOT_UTF8, severity="warning")]
+    return [Problem(directory, _NOT_UTF8, severity="warning")] if has_surrogates(key) else []
 
 
 def _readable_size(path: str, directory: str, follow: bool = False) -> tuple[int, str | None]:

@@ -80,6 +80,12 @@ def _own_packages() -> list[str]:
     return [p for package in (irscope, irscope.parsers, irscope.render) for p in package.__path__]
 
 
+def _utf8(text: str) -> bytes:
+    # A file name that is not UTF-8 reaches here with its bytes as lone surrogates (surrogateescape):
+    # encoded as they are, so two such names still give two keys.
+    return text.encode("utf-8", "surrogatepass")
+
+
 class ResultIndex:
     def __init__(self, directory: Path | None = None, salt: str = "") -> None:
         self.directory = Path(directory) if directory else default_index_dir()
@@ -91,7 +97,7 @@ class ResultIndex:
         """The kernel's key from its artifacts' identities; None when one cannot be read. The
         artifacts young enough to share timestamps with a change are remembered for put/get."""
         h = hashlib.blake2b(digest_size=20)
-        h.update(f"{self.salt}|{kernel.directory}|{kernel.key}|{extra}".encode())
+        h.update(_utf8(f"{self.salt}|{kernel.directory}|{kernel.key}|{extra}"))
         recent = time.time_ns() - RACY_SECONDS * 1_000_000_000
         young = []
         for artifact in kernel.artifacts:
@@ -99,8 +105,8 @@ class ResultIndex:
                 st = os.stat(artifact.path)
             except OSError:
                 return None
-            h.update(f"|{artifact.stage}|{artifact.path}|{st.st_size}|{st.st_ino}|{st.st_mtime_ns}|"
-                     f"{st.st_ctime_ns}".encode())
+            h.update(_utf8(f"|{artifact.stage}|{artifact.path}|{st.st_size}|{st.st_ino}|{st.st_mtime_ns}|"
+                           f"{st.st_ctime_ns}"))
             if max(st.st_mtime_ns, st.st_ctime_ns) > recent:
                 young.append(artifact.path)
         key = h.hexdigest()

@@ -15,6 +15,7 @@ from typing import Any, Mapping
 
 from irscope.model import Fact, KernelOptions, Origin, Target
 from irscope.parsers.errors import ArtifactError, decode_text
+from irscope.render.safe import surrogates_escaped
 
 
 @dataclass(frozen=True)
@@ -56,11 +57,18 @@ def parse_metadata(data: bytes, path: str) -> Metadata:
 
     options = {}
     wrong: list[tuple[int, str]] = []
+    raw, escaped = _surrogates_escaped(raw, text)
+    for key in escaped:
+        wrong.append((origin(key).line, f"`{key}` holds a lone surrogate (a `\\ud800`-style escape), not text: "
+                      "kept with it written as an escape"))
     for key in _INT_OPTIONS:
         value = raw.get(key)
         # bool is an int subclass; no option here is a bool. None is Triton's "not set" (maxnreg).
         if isinstance(value, int) and not isinstance(value, bool):
-            options[key] = Fact(value, origin(key))
+            if value in _OPTION_RANGE:
+                options[key] = Fact(value, origin(key))
+            else:
+                wrong.append((origin(key).line, f"`{key}` is {_size(value)}, out of any option's range: ignored"))
         elif value is not None:
             wrong.append((origin(key).line, f"`{key}` is {_kind(value)}, not an integer: ignored"))
     for key in ("name", "hash", "triton_version"):
@@ -81,6 +89,60 @@ def parse_metadata(data: bytes, path: str) -> Metadata:
         raw=raw,
         wrong_types=tuple(wrong),
     )
+
+
+# Every option here is a count of warps, stages, bytes or registers: far below 2**31. A bigger one
+# is not Triton's, and would not fit the int64 columns of `--csv` and `to_frame()`.
+_OPTION_RANGE = range(-(1 << 31), 1 << 31)
+# Where json.loads can make a lone surrogate: an escape of one half of a pair.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _surrogates_escaped(raw: dict, text: str) -> tuple[dict, list[str]]:
+    """`raw` with every lone surrogate (`"\\ud800"` in the file, in a key or a value at any depth)
+    written as the visible escape `\\ud800`, and the top-level keys where one was. A lone surrogate
+    is no text: no UTF-8 file, terminal or CSV can hold one."""
+    if not _SURROGATE_ESCAPE.search(text):  # decode_text is strict: only an escape makes one
+        return raw, []
+    top, escaped = {}, []
+    for key, value in raw.items():
+        clean, changed = _escaped_value(value)
+        new_key = surrogates_escaped(key)
+        if changed or new_key != key:
+            escaped.append(new_key)
+        top[new_key] = clean
+    return top, escaped
+
+
+def _escaped_value(value: Any) -> tuple[Any, bool]:
+    """`value` with lone surrogates escaped in every string and key, and whether one was. Walked
+    without recursion: the json may nest as deep as json.loads allows."""
+    if not isinstance(value, (list, dict)):
+        clean = surrogates_escaped(value) if isinstance(value, str) else value
+        return clean, clean is not value and clean != value
+    changed = False
+    out: Any = [] if isinstance(value, list) else {}
+    stack = [(value, out)]
+    while stack:
+        source, target = stack.pop()
+        for k, v in (source.items() if isinstance(source, dict) else enumerate(source)):
+            if isinstance(v, (list, dict)):
+                child: Any = [] if isinstance(v, list) else {}
+                stack.append((v, child))
+            else:
+                child = surrogates_escaped(v) if isinstance(v, str) else v
+                changed = changed or (isinstance(v, str) and child != v)
+            if isinstance(target, dict):
+                clean_key = surrogates_escaped(k)
+                changed = changed or clean_key != k
+                target[clean_key] = child
+            else:
+                target.append(child)
+    return out, changed
+
+
+def _size(value: int) -> str:
+    return str(value) if abs(value) < 10**20 else f"an integer of {len(str(abs(value)))} digits"
 
 
 def _kind(value: Any) -> str:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from irscope.line_ranges import ranges_text
 from irscope.model import AmdResources, Fact, KernelReport, NvidiaResources
+from irscope.render.safe import surrogates_escaped
 from irscope.report import Report
 
 if TYPE_CHECKING:
@@ -109,8 +110,22 @@ def finding_records(report: Report) -> list[dict]:
 def _frame(rows: list[dict], columns: dict[str, str]) -> "pd.DataFrame":
     import pandas as pd
 
-    data = {name: pd.array([row[name] for row in rows], dtype=dtype) for name, dtype in columns.items()}
+    data = {name: pd.array([_cell(row[name], dtype) for row in rows], dtype=dtype) for name, dtype in columns.items()}
     return pd.DataFrame(data, columns=list(columns))
+
+
+_INT64 = range(-(1 << 63), 1 << 63)
+
+
+def _cell(value, dtype: str):
+    """A value an Arrow-backed column can hold. Hostile input reaches here only where no reader
+    refused it first (a saved report): a lone surrogate (a file name that is not UTF-8) is written
+    as a visible `\\udcff`, an integer outside int64 is unknown (<NA>), not the end of every export."""
+    if dtype == "string" and isinstance(value, str):
+        return surrogates_escaped(value)
+    if dtype == "Int64" and isinstance(value, int) and value not in _INT64:
+        return None
+    return value
 
 
 def kernels_frame(report: Report) -> "pd.DataFrame":

@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 
 # C0 but tab and newline, DEL, C1 (0x9b is CSI to some terminals), line/paragraph separators,
-# every bidi control: embeddings, overrides, isolates and marks ("Trojan Source"), and lone surrogates
-# (`"\ud800"` in a json, or a non-UTF-8 file name): no encoder writes them, so they would raise.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+# and every bidi control: embeddings, overrides, isolates and marks ("Trojan Source"). Lone
+# surrogates too: a byte of a file name that is not UTF-8 (Python's surrogateescape) or a `\ud800`
+# escape in a json; no UTF-8 stream can write them, so a terminal, file or CSV would raise.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def printable(text: str) -> str:
@@ -22,3 +24,13 @@ def json_safe(json_text: str) -> str:
     C1 controls, bidi overrides) or cannot encode (lone surrogates) written as `\\uXXXX` escapes: it loads back
     the very same data."""
     return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", json_text)
+
+
+def has_surrogates(text: str) -> bool:
+    return _SURROGATE.search(text) is not None
+
+
+def surrogates_escaped(text: str) -> str:
+    """`text` with each lone surrogate written as a visible `\\udcff`: what any UTF-8 writer can
+    write. Everything else is kept as it is (CSV keeps an artifact's text)."""
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

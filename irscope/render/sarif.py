@@ -141,8 +141,17 @@ def _artifact_location(path: str, root: Path) -> dict:
     try:
         relative = absolute.relative_to(root)
     except ValueError:
-        return {"uri": absolute.as_uri()}
-    return {"uri": quote(PurePosixPath(*relative.parts).as_posix()), "uriBaseId": BASE_ID}
+        return {"uri": "file://" + quote(_path_bytes(absolute.as_posix()))}
+    return {"uri": quote(_path_bytes(PurePosixPath(*relative.parts).as_posix())), "uriBaseId": BASE_ID}
+
+
+def _path_bytes(path: str) -> bytes:
+    """A path's bytes on disk: a name that is not UTF-8 holds them as lone surrogates (surrogateescape),
+    percent-encoded as such; any other lone surrogate (a hostile saved report's path) as it is."""
+    try:
+        return path.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogatepass")
 
 
 def _notification(problem, root: Path) -> dict:
