@@ -1,8 +1,9 @@
 """The `irscope` command line.
 
 Exit codes (irscope/exit_codes.py; README "Exit codes"), the first that applies of 2, 3, 1, 0:
-  2  unusable input: a missing path, nothing that is a Triton kernel, a bad argument, an
-     internal error (one line; --debug shows the traceback)
+  2  unusable input: a missing or empty path, nothing that is a Triton kernel, a bad argument, an
+     output FILE that cannot be written or lies inside a scanned path, `tui` without a terminal,
+     an internal error (one line; --debug shows the traceback)
   3  partial results: a kernel could not be analyzed in full (an error-severity problem on a
      kernel or on the run), or the script of `scan script.py` failed; what was read is reported
   1  a gate tripped: `scan --fail-on SEVERITY` found a finding at SEVERITY or above,
@@ -35,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     # A command holds one report and exits: collecting cycles while it renders a 1,000-kernel
     # report walked every result again and again. Analysis turns collection back on
     # (pipeline._collecting, the workers' initializer).
+    from irscope.outputs import OutputError
     from irscope.pipeline import debug_enabled, paused_gc
 
     if args.debug:
@@ -46,6 +48,9 @@ def main(argv: list[str] | None = None) -> int:
             return args.func(args)
     except KeyboardInterrupt:
         return 130
+    except OutputError as exc:  # a FILE the user named could not be written (a full disk, /dev/full)
+        _error(str(exc))
+        return EXIT_USAGE
     except Exception as exc:  # noqa: BLE001 - a bug in irscope: one line, the traceback under --debug
         if debug_enabled():
             raise
@@ -71,13 +76,42 @@ def _selection(args: argparse.Namespace):
     return load_config().extended(split(args.select), split(args.ignore))
 
 
+def _refused_paths(paths) -> str | None:
+    """Why these paths are not scanned before anything is read: an empty one is the working directory
+    to os.walk (`irscope scan "$UNSET"`), never what was meant."""
+    from irscope.harvester import EMPTY_PATH
+
+    return EMPTY_PATH if any(p == "" for p in paths) else None
+
+
+def _no_terminal() -> str | None:
+    """Why the TUI cannot start here: without a terminal on stdin and stdout it would spin."""
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        return None
+    return "the TUI needs a terminal (stdin and stdout are not one here); `irscope scan` prints a table"
+
+
+def _scanned_roots(args: argparse.Namespace, script: str | None) -> list[str]:
+    """The paths this scan reads, where no output may be written: a script's run cache under --out."""
+    from irscope.harvester import default_cache_dir
+
+    if script:
+        return [os.path.join(args.out, "cache")] if args.out else []
+    return list(args.paths) or [str(default_cache_dir())]
+
+
 def _cmd_scan(args: argparse.Namespace) -> int:
     from irscope.harvester import HarvestError
+    from irscope.outputs import write_text
     from irscope.render.console import render
     from irscope.pipeline import scan
 
     from irscope.rule_engine import RuleConfigError
 
+    refused = _refused_paths(args.paths) or (_no_terminal() if args.tui else None)
+    if refused:
+        _error(refused)
+        return EXIT_USAGE
     scripts = [p for p in args.paths if p.endswith(".py")]
     if scripts and (len(args.paths) > 1 or not os.path.isfile(scripts[0])):
         _error(f"give one script to run ({scripts[0]} {'is not a file' if not os.path.isfile(scripts[0]) else ''}"
@@ -89,7 +123,8 @@ def _cmd_scan(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from irscope.exports import check as check_exports
 
-    problem = check_exports(args)  # before a long scan: two outputs on stdout, no pyarrow
+    # before a long scan: two outputs on stdout, no pyarrow, a FILE unwritable or inside a scanned path
+    problem = check_exports(args, roots=_scanned_roots(args, scripts[0] if scripts else None))
     if problem:
         _error(problem)
         return EXIT_USAGE
@@ -113,7 +148,7 @@ def _cmd_scan(args: argparse.Namespace) -> int:
 
     if args.tui:
         if args.json and args.json != "-":
-            report.save(args.json)
+            write_text(args.json, report.to_json() + "\n")
         return _run_tui(report, None, ())
     from irscope.exports import write_scan
 
@@ -121,7 +156,7 @@ def _cmd_scan(args: argparse.Namespace) -> int:
     if args.json == "-":
         sys.stdout.write(report.to_json() + "\n")
     elif args.json:
-        report.save(args.json)
+        write_text(args.json, report.to_json() + "\n")
     if args.json != "-" and not to_stdout:
         render(report, _console())
     return _status([report], _findings_gate(report, args.fail_on))
@@ -170,6 +205,9 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
     from irscope.serde import to_data
 
     what_if = _what_if(args)
+    if _refused_paths(args.paths):
+        _error(_refused_paths(args.paths))
+        return EXIT_USAGE
     results = []
     lost = False  # a chosen kernel could not be analyzed in full
     if not args.paths:
@@ -259,7 +297,8 @@ def _cmd_diff(args: argparse.Namespace) -> int:
 
     from irscope.exports import check as check_exports
 
-    problem = check_exports(args, ("json", "markdown"))
+    problem = _refused_paths([args.before, args.after]) or \
+        check_exports(args, ("json", "markdown"), roots=(args.before, args.after))
     if problem:
         _error(problem)
         return EXIT_USAGE
@@ -298,9 +337,9 @@ def _cmd_diff(args: argparse.Namespace) -> int:
         if args.json == "-":
             sys.stdout.write(text)
         else:
-            from pathlib import Path
+            from irscope.outputs import write_text
 
-            Path(args.json).write_text(text)
+            write_text(args.json, text)
     from irscope.exports import write_diff
 
     to_stdout = write_diff(report, args)  # --markdown
@@ -314,6 +353,10 @@ def _cmd_tui(args: argparse.Namespace) -> int:
     from irscope.harvester import HarvestError
     from irscope.report import ReportError
 
+    refused = _refused_paths(args.paths + list(args.diff or ())) or _no_terminal()
+    if refused:
+        _error(refused)
+        return EXIT_USAGE
     try:
         from irscope.tui.app import IrscopeApp
     except ImportError as exc:  # textual is a dependency; a broken install says what is missing
@@ -366,6 +409,9 @@ def _cmd_baseline(args: argparse.Namespace) -> int:
     from irscope.harvester import HarvestError
     from irscope.report import ReportError
 
+    if _refused_paths(args.paths):
+        _error(_refused_paths(args.paths))
+        return EXIT_USAGE
     try:
         report = load(args.paths or None, rules=_selection(args), index=not args.no_cache, jobs=args.jobs)
     except (HarvestError, ReportError, ValueError) as exc:  # RuleConfigError is a ValueError
@@ -485,7 +531,9 @@ def _run_script(args: argparse.Namespace, script: str) -> int:
         if args.json == "-":
             sys.stdout.write(report.to_json() + "\n")
         else:
-            report.save(args.json)
+            from irscope.outputs import write_text
+
+            write_text(args.json, report.to_json() + "\n")
     if args.json != "-" and not to_stdout and report.kernels:
         out = _console()
         render(report, out)

@@ -3,7 +3,8 @@
 The formats are in irscope/render/ (sarif.py, frames.py, markdown.py) and docs/exports.md. Each
 flag takes a FILE, or `-` for stdout (not `--parquet`, which is binary); only one output may go
 to stdout, and then the console table is not printed. Checked before anything is scanned, so a
-missing pyarrow is said at once, not after a long scan.
+missing pyarrow, an unwritable FILE or a FILE inside a scanned path is said at once, not after a
+long scan (irscope/outputs.py); a write that fails is an OutputError naming the file.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
-from pathlib import Path
+from typing import Iterable
 
+from irscope.outputs import check_outputs, write_text, written
 from irscope.render.safe import printable, surrogates_escaped
 
 STDOUT = "-"
@@ -37,8 +39,9 @@ def add_diff_flags(parser: argparse.ArgumentParser) -> None:
                         help="write a summary for a pull-request comment, regressions first, to FILE ('-' for stdout)")
 
 
-def check(args: argparse.Namespace, names: tuple[str, ...] = SCAN_EXPORTS) -> str | None:
-    """Why these export flags cannot be honoured, or None."""
+def check(args: argparse.Namespace, names: tuple[str, ...] = SCAN_EXPORTS, roots: Iterable[str] = ()) -> str | None:
+    """Why these export flags cannot be honoured, or None: two on stdout, no pyarrow, a FILE that
+    cannot be written or lies inside one of `roots` (the paths to be scanned)."""
     given = {n: getattr(args, n, None) for n in names if getattr(args, n, None)}
     to_stdout = [n for n, v in given.items() if v == STDOUT]
     if len(to_stdout) > 1:
@@ -48,7 +51,19 @@ def check(args: argparse.Namespace, names: tuple[str, ...] = SCAN_EXPORTS) -> st
     if "parquet" in given and not pyarrow_installed():
         return ("--parquet needs pyarrow, which is not installed: "
                 "pip install 'irscope[parquet]' (or: pip install pyarrow)")
-    return None
+    return check_outputs(output_files(given), roots)
+
+
+def output_files(given: dict[str, str]) -> list[str]:
+    """Every file the flags write: --csv and --parquet write FILE-findings beside FILE."""
+    from irscope.render.frames import findings_path
+
+    files = []
+    for name, value in given.items():
+        files.append(value)
+        if name in ("csv", "parquet") and value != STDOUT:
+            files.append(findings_path(value))
+    return files
 
 
 def pyarrow_installed() -> bool:
@@ -63,7 +78,7 @@ def _write(path: str, text: str, terminal_safe: bool = False) -> None:
         # CSV keeps an artifact's text as it is; on a terminal its escapes would act: show them.
         sys.stdout.write(printable(text) if terminal_safe and sys.stdout.isatty() else text)
     else:
-        Path(path).write_text(text, encoding="utf-8")
+        write_text(path, text)
 
 
 def write_scan(report, args: argparse.Namespace) -> bool:
@@ -81,8 +96,9 @@ def write_scan(report, args: argparse.Namespace) -> bool:
             if args.csv != STDOUT:
                 _write(findings_path(args.csv), findings.to_csv(index=False, lineterminator="\n"))
         if args.parquet:
-            kernels.to_parquet(args.parquet, index=False)
-            findings.to_parquet(findings_path(args.parquet), index=False)
+            written(args.parquet, lambda: kernels.to_parquet(args.parquet, index=False))
+            more = findings_path(args.parquet)
+            written(more, lambda: findings.to_parquet(more, index=False))
     if args.markdown:
         from irscope.render.markdown import scan_markdown
 

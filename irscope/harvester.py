@@ -45,6 +45,10 @@ _NOT_UTF8 = "name is not UTF-8: read all the same; reports show each byte that i
 _GROUP_FILE_LIMIT = 1 << 20  # Triton's group files are a few hundred bytes
 
 
+EMPTY_PATH = ("an empty path was given (an unset variable such as $TRITON_CACHE_DIR?); give a directory, "
+              "or no path for Triton's own cache")
+
+
 class HarvestError(Exception):
     """The path cannot be harvested at all (missing, unreadable, not an artifact)."""
 
@@ -68,12 +72,10 @@ def default_cache_dir() -> Path:
 
 def harvest(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None) -> Harvest:
     """Every kernel under `paths` (a cache, a dump directory, one hash directory, one file)."""
-    if paths is None:
-        roots = [default_cache_dir()]
-    elif isinstance(paths, (str, os.PathLike)):
-        roots = [Path(paths)]
-    else:
-        roots = [Path(p) for p in paths]
+    given = None if paths is None else [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    if given is not None and any(os.fspath(p) == "" for p in given):
+        raise HarvestError(EMPTY_PATH)  # Path("") is ".": an unset variable would scan the working directory
+    roots = [default_cache_dir()] if given is None else [Path(p) for p in given]
     for root in roots:
         if not root.exists():
             raise HarvestError(f"{root}: no such file or directory")

@@ -65,10 +65,15 @@ class ScanRun:
         self.store = None
         if index:
             from irscope.parsers.limits import max_file_size
-            from irscope.result_index import ResultIndex, salt_for
+            from irscope.result_index import ResultIndex, default_index_dir, refusal, salt_for
 
-            self.store = ResultIndex(None if index is True else Path(index),
-                                     salt_for(self.selection.rules(), f"sass={sass}|max_file_size={max_file_size()}"))
+            directory = default_index_dir() if index is True else Path(index)
+            refused = refusal(directory, self.found.roots)
+            if refused:
+                _say(refused)
+            else:
+                self.store = ResultIndex(directory, salt_for(self.selection.rules(),
+                                                             f"sass={sass}|max_file_size={max_file_size()}"))
         self.keys: dict[int, str | None] = {}
         self._held: list[int] = []  # positions whose result the index should hold
         todo: list[int] = []
@@ -118,6 +123,15 @@ class ScanRun:
             problems=self.found.problems.get("", ()),
             skipped=self.found.skipped,
         )
+
+
+def _say(message: str) -> None:
+    """One line on stderr about how the run went (not a problem of its kernels)."""
+    import sys
+
+    from irscope.render.safe import printable
+
+    print(f"irscope: {printable(message)}", file=sys.stderr)
 
 
 @contextmanager

@@ -65,7 +65,8 @@ class IrscopePlugin:
             return [str(p) for p in self.config.getini("irscope_paths")]  # absolute: relative to the ini file
         here = self.config.invocation_params.dir
         # As given, so failures show paths as `irscope scan` would; absolute if the cwd moved.
-        return [p if Path.cwd() == here or os.path.isabs(p) else str(here / p) for p in given]
+        # An empty one (`--irscope="$UNSET"`) stays empty, to be refused, not made the invocation directory.
+        return [p if not p or Path.cwd() == here or os.path.isabs(p) else str(here / p) for p in given]
 
     def _baseline_path(self) -> str | None:
         given = self.config.getoption("irscope_baseline")

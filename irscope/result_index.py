@@ -16,7 +16,9 @@ RACY_SECONDS also holds a digest of that artifact's bytes, checked again when it
 into the key, a re-scan two seconds later, the same files no longer young, looked for another
 key and analyzed everything again. The index
 lives in irscope's own cache directory — `$IRSCOPE_CACHE_DIR`, else
-`$XDG_CACHE_HOME/irscope`, else `~/.cache/irscope` — never in the scanned tree. Entries are
+`$XDG_CACHE_HOME/irscope`, else `~/.cache/irscope` — never in the scanned tree: when that
+directory lies under a scanned path (`irscope scan ~`) or holds one, the run uses no index
+(`refusal` says why). Entries are
 pickles of irscope's own frozen dataclasses, written atomically; one that cannot be read is
 ignored and rewritten.
 """
@@ -46,6 +48,18 @@ def default_index_dir() -> Path:
     from irscope.home import irscope_home
 
     return irscope_home() / "index"
+
+
+def refusal(directory: Path, roots: Sequence[str]) -> str | None:
+    """Why the index in `directory` must not be used for a scan of `roots` (it lies under one of
+    them, or holds one: its writes would land in a scanned tree), else None."""
+    from irscope.outputs import overlapping_root
+
+    for root in roots:
+        if overlapping_root(directory, [root]) or overlapping_root(root, [directory]):
+            return (f"the result index {directory} lies inside the scanned path {root} (or holds it): this run "
+                    "uses no index, to write nothing there; set IRSCOPE_CACHE_DIR to a directory outside it")
+    return None
 
 
 def salt_for(rules: Sequence[type], options: str = "") -> str:
