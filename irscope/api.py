@@ -7,13 +7,13 @@ cache in a fraction of the analysis time.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from irscope.report import SCHEMA, Report
+from irscope.json_input import REPORT, json_kind
+from irscope.report import Report
 from irscope.rule_engine import RuleSelection, load_config
 
 PathLike = str | os.PathLike
@@ -38,14 +38,7 @@ def selection(select: str | Iterable[str] | None = None, ignore: str | Iterable[
 
 def is_saved_report(path: PathLike) -> bool:
     """A `*.json` file holding a Report (`irscope scan --json`), not a kernel's metadata json."""
-    path = Path(path)
-    if path.suffix != ".json" or not path.is_file():
-        return False
-    try:
-        data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except ValueError:
-        return False
-    return isinstance(data, dict) and data.get("schema") == SCHEMA
+    return Path(path).suffix == ".json" and json_kind(path)[0] == REPORT
 
 
 def load(paths: PathLike | Sequence[PathLike] | None = None, *, select: str | Iterable[str] | None = None,

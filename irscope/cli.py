@@ -266,21 +266,13 @@ def _load_side(path: str, selection, index: bool = True, jobs: int | None = None
 
 
 def _saved_report(path: str):
-    """The Report saved at `path` (a `*.json` whose schema says so), else None."""
-    from pathlib import Path
-
+    """The Report saved at `path` (a `*.json` whose schema says so), else None: anything else is
+    scanned, and the harvest refuses a named `.json` that is not Triton's metadata either."""
+    from irscope.json_input import REPORT, json_kind
     from irscope.report import Report
 
-    if path.endswith(".json") and Path(path).is_file():
-        import json
-
-        text = Path(path).read_text(errors="replace")
-        try:
-            data = json.loads(text)
-        except ValueError:
-            data = None
-        if isinstance(data, dict) and data.get("schema") == "irscope.report":
-            return Report.from_json(text, path)
+    if path.endswith(".json") and json_kind(path)[0] == REPORT:
+        return Report.load(path)
     return None
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from irscope.json_input import OTHER, REPORT, json_kind, not_an_input
 from irscope.model import STAGES, Artifact, Fact, Kernel, KernelOptions, Origin, Problem, Skipped
 from irscope.parsers.errors import ArtifactError
 from irscope.parsers.limits import read_limited
@@ -135,6 +136,13 @@ class _Collector:
         name, stage = _split(path.name)
         if stage is None:
             raise HarvestError(f"{path}: not a Triton artifact (expected one of .{', .'.join(STAGES)})")
+        if stage == "json":  # a named .json must be Triton's metadata, not any JSON (issue 22 item 17)
+            kind, what = json_kind(path)
+            if kind == REPORT:
+                raise HarvestError(f"{path}: a report saved by `irscope scan --json`, not a Triton artifact; "
+                                   "`irscope diff` and `irscope tui` read it")
+            if kind == OTHER:
+                raise HarvestError(not_an_input(path, what))
         # A sibling metadata json is read (never changed) for the target and options.
         sibling = path.parent / f"{name}.json"
         self._add_kernel(path.parent, str(path.parent), name, [(stage, path.name)],

@@ -19,6 +19,10 @@ SCHEMA = "irscope.report"
 SCHEMA_VERSION = 2
 
 
+MAX_DEPTH = 64  # how deep a saved report may nest JSON objects and arrays
+_MISSING = object()
+
+
 class ReportError(Exception):
     """A saved report that cannot be loaded: not JSON, another schema, or a newer version."""
 
@@ -55,15 +59,22 @@ class Report:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ReportError(f"{source}:{exc.lineno}: not a JSON report: {exc.msg}") from None
+        except RecursionError:  # json's decoder recurses once per `[` or `{`
+            raise ReportError(f"{source}: not a report: JSON nested too deep to read") from None
+        except ValueError as exc:  # an integer of more than 4,300 digits
+            raise ReportError(f"{source}: not a JSON report: {exc}") from None
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
             raise ReportError(f"{source}: not an irscope report (no \"schema\": \"{SCHEMA}\")")
-        version = data.get("schema_version")
-        if not isinstance(version, int) or version > SCHEMA_VERSION:
-            raise ReportError(f"{source}: report schema version {version!r} is newer than this irscope "
-                              f"reads ({SCHEMA_VERSION}); upgrade irscope")
+        wrong = _version_problem(data.get("schema_version", _MISSING))
+        if wrong:
+            raise ReportError(f"{source}: {wrong}")
+        deepest = _depth(data)
+        if deepest > MAX_DEPTH:  # readers and writers recurse per level; a real report nests about 10
+            raise ReportError(f"{source}: malformed report: nested {deepest} levels deep (a report nests "
+                              f"at most {MAX_DEPTH})")
         try:
             return from_data(cls, data)
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
             raise ReportError(f"{source}: malformed report: {exc}") from None
 
     def save(self, path: str | Path) -> None:
@@ -89,3 +100,32 @@ class Report:
         from irscope.render.frames import findings_frame
 
         return findings_frame(self)
+
+
+def _version_problem(version: object) -> str | None:
+    """What is wrong with a saved report's `schema_version`, or None: an integer from 1 (irscope
+    still reads version 1) to SCHEMA_VERSION; JSON's `2.0`, `"2"`, `true` and `null` are not."""
+    if version is _MISSING:
+        return f"malformed report: no `schema_version` (an integer, 1 to {SCHEMA_VERSION})"
+    if not isinstance(version, int) or isinstance(version, bool):
+        shown = json.dumps(version)[:40]
+        return f"malformed report: `schema_version` is {shown}, not an integer (1 to {SCHEMA_VERSION})"
+    if version < 1:
+        return f"malformed report: `schema_version` {version} is no version (1 to {SCHEMA_VERSION})"
+    if version > SCHEMA_VERSION:
+        return (f"report schema version {str(version)[:40]} is newer than this irscope reads "
+                f"({SCHEMA_VERSION}); upgrade irscope")
+    return None
+
+
+def _depth(data: object) -> int:
+    """How deep `data` nests lists and dicts, found without recursion (a hostile file nests deep)."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        value, level = stack.pop()
+        if isinstance(value, dict):
+            value = list(value.values())
+        if isinstance(value, list):
+            deepest = max(deepest, level)
+            stack.extend((v, level + 1) for v in value if isinstance(v, (dict, list)))
+    return deepest
