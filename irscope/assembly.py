@@ -71,7 +71,8 @@ def _unparsed_problems(program: IsaProgram) -> list[Problem]:
     cut = next((u for u in unparsed if u.reason.startswith("truncated")), None)
     if cut is not None:  # the likelier cause of the other lines too (a line cut in half)
         more = f" ({len(unparsed) - 1} line(s) unrecognized too)" if len(unparsed) > 1 else ""
-        return [Problem(program.path, cut.reason + more, cut.line, severity="warning")]
+        # An error: what was cut off (a loop, the metadata) is lost, so the findings may be too (exit 3).
+        return [Problem(program.path, cut.reason + more, cut.line)]
     first = unparsed[0]
     more = f" (and {len(unparsed) - 1} more)" if len(unparsed) > 1 else ""
     return [Problem(program.path, f"unrecognized {program.isa} line: {first.text[:80]!r}{more}", first.line,

@@ -1,7 +1,7 @@
 """The `irscope` command line.
 
 Exit codes (irscope/exit_codes.py; README "Exit codes"), the first that applies of 2, 3, 1, 0:
-  2  unusable input: a missing or empty path, nothing that is a Triton kernel, a bad argument, an
+  2  unusable input: a missing, empty or unreadable path, nothing that is a Triton kernel, a bad argument, an
      output FILE that cannot be written or lies inside a scanned path, `tui` without a terminal,
      an internal error (one line; --debug shows the traceback)
   3  partial results: a kernel could not be analyzed in full (an error-severity problem on a
@@ -18,6 +18,7 @@ import argparse
 import os
 import sys
 
+from irscope.closed_stdout import write_stdout
 from irscope.exit_codes import EXIT_GATE, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, worst
 
 
@@ -154,7 +155,7 @@ def _cmd_scan(args: argparse.Namespace) -> int:
 
     to_stdout = write_scan(report, args)  # --sarif, --csv, --parquet, --markdown
     if args.json == "-":
-        sys.stdout.write(report.to_json() + "\n")
+        write_stdout(report.to_json() + "\n")
     elif args.json:
         write_text(args.json, report.to_json() + "\n")
     if args.json != "-" and not to_stdout:
@@ -248,7 +249,7 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
             results.append((title, r.kernel, occ))
     if args.json:
         rows = [{"kernel": k.name if k else None, "key": k.key if k else None, **to_data(o)} for _, k, o in results]
-        sys.stdout.write(json.dumps(rows, indent=1) + "\n")
+        write_stdout(json.dumps(rows, indent=1) + "\n")
     else:
         out = _console()
         for title, _, occ in results:
@@ -327,7 +328,7 @@ def _cmd_diff(args: argparse.Namespace) -> int:
             data["stage_diffs"] = {"stage": args.stage, "lines": stages}
         text = json.dumps(data, indent=1) + "\n"
         if args.json == "-":
-            sys.stdout.write(text)
+            write_stdout(text)
         else:
             from irscope.outputs import write_text
 
@@ -413,7 +414,7 @@ def _cmd_baseline(args: argparse.Namespace) -> int:
         _error(f"no Triton kernels found under {', '.join(report.roots) or ', '.join(args.paths)}")
         return EXIT_USAGE
     baseline = Baseline.of(report)
-    sys.stdout.write(baseline.to_json())
+    write_stdout(baseline.to_json())
     print(f"irscope: {sum(baseline.counts.values())} finding(s) of {len(report.kernels)} kernel(s) in the baseline",
           file=sys.stderr)
     return _status([report])
@@ -439,7 +440,7 @@ def _cmd_passes(args: argparse.Namespace) -> int:
         _error(f"no kernel{' matching ' + args.kernel if args.kernel else ''} in {args.dump}")
         return EXIT_USAGE
     if args.json:
-        sys.stdout.write(json.dumps([to_data(t) for t in chosen], indent=1) + "\n")
+        write_stdout(json.dumps([to_data(t) for t in chosen], indent=1) + "\n")
         return EXIT_OK
     out = _console()
     for t in chosen:
@@ -474,7 +475,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     if rule is None:
         _error(f"no rule {args.rule!r}; `irscope rules` lists them")
         return EXIT_USAGE
-    sys.stdout.write(page(rule))
+    write_stdout(page(rule))
     return EXIT_OK
 
 
@@ -521,7 +522,7 @@ def _run_script(args: argparse.Namespace, script: str) -> int:
     to_stdout = write_scan(report, args) if report.kernels else False  # --sarif, --csv, --parquet, --markdown
     if args.json:
         if args.json == "-":
-            sys.stdout.write(report.to_json() + "\n")
+            write_stdout(report.to_json() + "\n")
         else:
             from irscope.outputs import write_text
 
@@ -598,11 +599,11 @@ def _cmd_runs(args: argparse.Namespace) -> int:
 
 
 def _console():
-    from rich.console import Console
+    from irscope.closed_stdout import console
 
-    out = Console(highlight=False)
+    out = console(highlight=False)
     if not out.is_terminal:  # a pipe or a file: don't squeeze tables into 80 columns
-        out = Console(highlight=False, width=200)
+        out = console(highlight=False, width=200)
     return out
 
 

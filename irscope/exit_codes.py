@@ -3,8 +3,8 @@
   0  clean: the command ran and every kernel was analyzed in full
   1  a gate the user asked for tripped: `scan --fail-on SEVERITY` (a finding at or above it),
      `diff --fail-on regression` (a pair regressed)
-  2  unusable input: a missing or empty path, nothing that is a Triton kernel, a named `.json`
-     that is neither a saved scan report nor Triton metadata, a malformed saved report, a bad argument,
+  2  unusable input: a missing, empty or unreadable path, nothing that is a Triton kernel, a named
+     `.json` that is neither a saved scan report nor Triton metadata, a malformed saved report, a bad argument,
      an output FILE that cannot be written or lies inside a scanned path, `tui` without a
      terminal, an internal error (one line; `--debug` shows the traceback)
   3  partial results: some kernel could not be analyzed in full (an error-severity problem on a

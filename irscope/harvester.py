@@ -78,8 +78,7 @@ def harvest(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None
         raise HarvestError(EMPTY_PATH)  # Path("") is ".": an unset variable would scan the working directory
     roots = [default_cache_dir()] if given is None else [Path(p) for p in given]
     for root in roots:
-        if not root.exists():
-            raise HarvestError(f"{root}: no such file or directory")
+        _check_root(root)
 
     collector = _Collector()
     for root in roots:
@@ -95,12 +94,30 @@ def harvest(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None
     )
 
 
+def _check_root(root: Path) -> None:
+    """A path given to scan that is missing or cannot be listed is unusable input (exit 2), said as such:
+    a directory of mode 000 would otherwise read as "no Triton kernels found"."""
+    try:
+        if root.is_dir():
+            with os.scandir(root):
+                pass
+        else:
+            os.stat(root)
+    except OSError as exc:
+        why = "no such file or directory" if isinstance(exc, FileNotFoundError) else f"cannot read: {exc.strerror}"
+        raise HarvestError(f"{root}: {why}") from None
+
+
 class _Collector:
     def __init__(self) -> None:
         self.kernels: list[Kernel] = []
         self.problems: dict[str, list[Problem]] = {}
         self.skipped: list[Skipped] = []
         self._keys: set[str] = set()
+        # Overlapping paths (`scan small ./small/ /abs/small`, a cache and one of its entries) reach
+        # a kernel more than once: it is counted once, by its resolved directory and name.
+        self._seen: set[tuple[str, str]] = set()
+        self._resolved: dict[str, str] = {}
 
     def add_tree(self, root: Path) -> None:
         def on_error(exc: OSError) -> None:
@@ -195,6 +212,12 @@ class _Collector:
     def _add_kernel(self, root: Path, directory: str, name: str, files: list[tuple[str, str]],
                     meta_path: str | None, layout: str, has_grp: bool, in_progress: bool,
                     many: bool = False, named: str | None = None, found: Iterable[Problem] = ()) -> None:
+        if directory not in self._resolved:
+            self._resolved[directory] = os.path.realpath(directory)
+        identity = (self._resolved[directory], name)
+        if identity in self._seen:  # not "skipped" (a path holding no kernel): the same kernel again
+            return
+        self._seen.add(identity)
         key = self._unique_key(root, directory, name, many or layout == "file")
         problems: list[Problem] = list(found)
         artifacts = []

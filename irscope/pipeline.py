@@ -18,6 +18,7 @@ from irscope.harvester import harvest
 from irscope.instruction_mix import instruction_mix
 from irscope.launches import Launch
 from irscope.layout_summary import summarize
+from irscope.artifact_shape import shape_problems
 from irscope.model import Kernel, KernelReport, Problem
 from irscope.occupancy import kernel_occupancy
 from irscope.report import Report
@@ -318,6 +319,7 @@ def analyze_kernel(kernel: Kernel, problems: Sequence[Problem] = (), sass: bool 
         if kernel.triton_version is None and ir.triton_version is not None:
             kernel = replace(kernel, triton_version=ir.triton_version)
     resources, more = read_resources(kernel, kernel.target)
+    more = list(more) + shape_problems(kernel)  # a cut or non-IR .ttir/.llir, which nothing else here parses
     assembly = read_assembly(kernel, sass=sass)
     occupancy, unknown = kernel_occupancy(kernel, resources) if resources is not None else (None, [])
     context = KernelContext(kernel, resources, assembly.programs, occupancy, launches)

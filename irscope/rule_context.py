@@ -115,7 +115,8 @@ class KernelContext:
         if artifact is None:
             return None
         try:
-            module = parse_mlir(decode_text(artifact.read_bytes(), artifact.path), artifact.path)
+            text = decode_text(artifact.read_bytes(), artifact.path)
+            module = parse_mlir(text, artifact.path)
         except ArtifactError as exc:
             self.problems.append(Problem(exc.path, exc.message, exc.line))
             return None
@@ -124,6 +125,12 @@ class KernelContext:
             return None
         if not module.ops and not module.problems:
             self.problems.append(Problem(artifact.path, f"no operations in the {stage} (empty or cut short?)"))
+        elif not module.problems:  # parsed whole, but is it a module ("hello world" reads as one op)?
+            from irscope.artifact_shape import mlir_shape_problem
+
+            problem = mlir_shape_problem(text, artifact.path, stage)
+            if problem is not None:
+                self.problems.append(problem)
         if module.problems:  # text read in part or repaired: the kernel says so, once per file
             first = module.problems[0]
             more = f" (and {len(module.problems) - 1} more)" if len(module.problems) > 1 else ""

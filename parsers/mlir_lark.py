@@ -44,13 +44,15 @@ class MlirPostLexer(PostLex):
     A `{` that is the last token on its line opens a region (MLIR prints regions that
     way); any other `{` is an attribute dict. A closer that does not match the open
     bracket becomes a STRAY item; brackets still open at the end of the text (a
-    truncated file) are closed, and each repair is reported through `problems`.
+    truncated file) are closed, and each repair is reported through `problems` as
+    (line, message, severity): a truncation is an error (what was cut off is lost), a
+    stray closer a warning.
     """
 
     always_accept = ("_NL",)
 
     def __init__(self) -> None:
-        self.problems: list[tuple[int, str]] = []
+        self.problems: list[tuple[int, str, str]] = []
         self.join_lines = True  # off for the retry when a wrapped-line guess went wrong
 
     def process(self, stream: Iterator[Token]) -> Iterator[Token]:
@@ -109,7 +111,7 @@ class MlirPostLexer(PostLex):
                 if stack and stack[-1][0] == kind:
                     stack.pop()
                 else:
-                    self.problems.append((tok.line, f"unmatched {tok.value!r} kept as text"))
+                    self.problems.append((tok.line, f"unmatched {tok.value!r} kept as text", "warning"))
                     tok = Token.new_borrow_pos("STRAY", tok.value, tok)
             last = tok
             yield tok
@@ -123,7 +125,7 @@ class MlirPostLexer(PostLex):
         if stack:
             opener = stack[0][1]
             self.problems.append((opener.line, f"text ends inside {len(stack)} open bracket(s) or region(s); "
-                                               f"the outermost opened here (truncated file?)"))
+                                               f"the outermost opened here (truncated file?)", "error"))
         for closer, opener in reversed(stack):
             if closer == "REGION_CLOSE" and last is not None and last.type != "_NL":
                 yield Token.new_borrow_pos("_NL", "\n", last)
@@ -227,7 +229,7 @@ def parse_statements(text: str, path: str) -> tuple[list[Statement], list[Proble
                             exc.line)]
     finally:
         postlex.join_lines = True
-    problems = [Problem(path, message, line, "warning") for line, message in postlex.problems]
+    problems = [Problem(path, message, line, severity) for line, message, severity in postlex.problems]
     return statements, problems
 
 

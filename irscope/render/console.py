@@ -154,7 +154,10 @@ def render(report: Report, console: Console) -> None:
     if console.color_system is None and not console.record:
         # No styles will be written (a pipe, a file, NO_COLOR): skip rich's segment
         # rendering, which is most of the time of a 1,000-kernel view.
-        console.file.write(text.plain + "\n")
-        console.file.flush()
+        try:
+            console.file.write(text.plain + "\n")
+            console.file.flush()
+        except BrokenPipeError:  # the reader left (`| head`): the console decides, as rich's print does
+            console.on_broken_pipe()
     else:
         console.print(text, soft_wrap=True)
