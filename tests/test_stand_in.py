@@ -239,6 +239,7 @@ def test_tui_opens_a_run_whose_artifacts_are_there(home, monkeypatch, keep_flag,
         return 0
 
     monkeypatch.setattr(irscope.cli, "_run_tui", browser)
+    monkeypatch.setattr(irscope.cli, "_no_terminal", lambda: None)  # as in a terminal: pytest's stdin is none
     argv = ["scan", str(REPO / "examples" / "vector_add.py"), "--target", "gfx942", "--tui"]
     assert main(argv + ([keep_flag] if keep_flag else [])) == 0
     assert seen["artifacts"] and all(seen["artifacts"])
