@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 
 from irscope.model import Kernel, Problem
-from irscope.parsers.errors import ArtifactError, decode_text
+from irscope.parsers.errors import decode_text
+from irscope.resources import parse_artifact
 
 _MLIR_MODULE = re.compile(r"^(?:builtin\.)?module\b", re.MULTILINE)
 _LLVM_DEFINE = re.compile(r"^define\b", re.MULTILINE)
@@ -48,13 +49,8 @@ def shape_problems(kernel: Kernel, stages: tuple[str, ...] = ("ttir", "llir")) -
         artifact = kernel.artifact(stage)
         if artifact is None:
             continue
-        try:
-            text = decode_text(artifact.read_bytes(), artifact.path)
-        except ArtifactError as exc:
-            problems.append(Problem(exc.path, exc.message, exc.line))
-            continue
-        except OSError as exc:  # removed or replaced since the harvest listed it
-            problems.append(Problem(artifact.path, f"cannot read: {exc.strerror}"))
+        text = parse_artifact(artifact, decode_text, problems)
+        if text is None:
             continue
         problem = llvm_shape_problem(text, artifact.path) if stage == "llir" else \
             mlir_shape_problem(text, artifact.path, stage)

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from irscope.isa import IsaProgram
 from irscope.model import Kernel, Problem
-from irscope.parsers.errors import ArtifactError, decode_text
+from irscope.parsers.errors import decode_text
+from irscope.resources import parse_artifact
 
 ISA_STAGES = ("amdgcn", "ptx")
 
@@ -38,13 +39,9 @@ def read_assembly(kernel: Kernel, sass: bool = False) -> Assembly:
         artifact = kernel.artifact(stage)
         if artifact is None:
             continue
-        try:
-            program = parsers[stage](decode_text(artifact.read_bytes(), artifact.path), artifact.path)
-        except ArtifactError as exc:
-            problems.append(Problem(exc.path, exc.message, exc.line))
-            continue
-        except OSError as exc:  # removed or replaced since the harvest listed it
-            problems.append(Problem(artifact.path, f"cannot read: {exc.strerror}"))
+        read = parsers[stage]
+        program = parse_artifact(artifact, lambda data, path, read=read: read(decode_text(data, path), path), problems)
+        if program is None:
             continue
         programs.append(program)
         if not program.functions:

@@ -26,7 +26,7 @@ def read_resources(kernel: Kernel, target: Target | None) -> tuple[Resources | N
         artifact = kernel.artifact(stage)
         if artifact is None:
             return None
-        return _parse(artifact, parse, problems)
+        return parse_artifact(artifact, parse, problems)
 
     if backend == "hip":
         amd: AmdResources | None = read(
@@ -40,7 +40,9 @@ def read_resources(kernel: Kernel, target: Target | None) -> tuple[Resources | N
     return None, problems
 
 
-def _parse(artifact: Artifact, parse: Callable[[bytes, str], T], problems: list[Problem]) -> T | None:
+def parse_artifact(artifact: Artifact, parse: Callable[[bytes, str], T], problems: list[Problem]) -> T | None:
+    """`parse(bytes, path)` of one artifact; None, with a problem naming the file, when it cannot be
+    read or parsed (the resources, the assembly and the IR shape checks all read this way)."""
     try:
         return parse(artifact.read_bytes(), artifact.path)
     except ArtifactError as exc:
