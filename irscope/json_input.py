@@ -14,15 +14,13 @@ import os
 
 from irscope.parsers.errors import ArtifactError
 from irscope.parsers.limits import read_limited
+from irscope.parsers.metadata import ALWAYS_KEYS
 from irscope.report import SCHEMA as SCAN_REPORT_SCHEMA
 
 REPORT = "report"
 METADATA = "metadata"
 OTHER = "other"
 
-# Keys every Triton version writes into a kernel's metadata json (parsers/metadata.py's _ALWAYS);
-# one of them is enough: a damaged metadata file is still harvested, with warnings.
-_TRITON_KEYS = ("name", "hash", "target", "num_warps", "num_stages", "num_ctas", "shared")
 
 
 def json_kind(path: str | os.PathLike) -> tuple[str, str]:
@@ -52,7 +50,8 @@ def json_kind(path: str | os.PathLike) -> tuple[str, str]:
         return REPORT, ""
     if schema is not None:
         return OTHER, f"a file of schema {str(schema)[:60]!r}, not a scan report ({SCAN_REPORT_SCHEMA!r})"
-    if not any(key in data for key in _TRITON_KEYS):
+    # One key every Triton version writes is enough: a damaged metadata file is still harvested, with warnings.
+    if not any(key in data for key in ALWAYS_KEYS):
         return OTHER, "a JSON object with none of the keys Triton's metadata has (name, hash, target, num_warps...)"
     return METADATA, ""
 

@@ -38,7 +38,7 @@ _INT_OPTIONS = (
 
 # Keys of every json in fixtures/ (Triton 3.0-3.9, hip and cuda) that irscope reads: one missing
 # is a file edited or cut, and said so; the others come and go between versions.
-_ALWAYS = ("name", "hash", "target", "num_warps", "num_stages", "num_ctas", "shared")
+ALWAYS_KEYS = ("name", "hash", "target", "num_warps", "num_stages", "num_ctas", "shared")
 
 
 def parse_metadata(data: bytes, path: str) -> Metadata:
@@ -74,7 +74,7 @@ def parse_metadata(data: bytes, path: str) -> Metadata:
     for key in ("name", "hash", "triton_version"):
         if raw.get(key) is not None and not isinstance(raw[key], str):
             wrong.append((origin(key).line, f"`{key}` is {_kind(raw[key])}, not a string: ignored"))
-    missing = [key for key in _ALWAYS if key not in raw]
+    missing = [key for key in ALWAYS_KEYS if key not in raw]
     if missing:
         names = ", ".join(f"`{k}`" for k in missing)
         wrong.append((1, f"{names} missing: every Triton version writes {'it' if len(missing) == 1 else 'them'}"))
