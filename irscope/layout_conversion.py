@@ -16,6 +16,12 @@ points were matched by the blobs of each PyPI wheel's Python sources):
   (#5419, 2025-01-15), when a cost heuristic agrees (element width, vector width, selects).
 - 3.5 and later (about 2025-08-20): warp shuffles whenever the move needs fewer than two
   register<->lane bit swaps (#7558, 2025-07-19), otherwise shared memory.
+
+Not yet modelled: a source that every warp holds whole (its warp bits broadcast). Triton 3.9 moves
+xformers' split-K combine store convert (a 1-D slice, 128 bf16) with lane shuffles
+(`ds_bpermute_b32`, `shfl.sync.idx`, no barrier), but fla's 16-row `#mma` -> `#blocked` store convert
+through shared memory (`stmatrix` / `bar.sync` / `ldmatrix`). This port says shared memory for both
+(two false IRS302 infos in the real-world ledger); a per-warp rule that fixed the first broke the second.
 """
 
 from __future__ import annotations
