@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import os
 import shutil
 import tempfile
@@ -57,6 +58,7 @@ def main() -> None:
     args = ap.parse_args()
     corpus = os.path.expanduser(args.corpus)
     index = tempfile.mkdtemp(prefix="irscope-bench-index-")
+    atexit.register(shutil.rmtree, index, ignore_errors=True)
     os.environ["IRSCOPE_CACHE_DIR"] = index
     from irscope.pipeline import scan
 

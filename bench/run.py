@@ -23,6 +23,7 @@ Ratios, not absolute times, are the claims (bench/RESULTS.md).
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import platform
@@ -128,8 +129,10 @@ def main() -> None:
     grep = ["grep", "-c", "-E", "|".join(PATTERNS), *files]
     py = sys.executable
     scan = [py, "-m", "irscope", "scan"]
-    os.environ["IRSCOPE_CACHE_DIR"] = tempfile.mkdtemp(prefix="irscope-bench-index-")  # a fresh result index
-    report = os.path.join(tempfile.mkdtemp(prefix="irscope-bench-report-"), "report.json")
+    work = tempfile.mkdtemp(prefix="irscope-bench-")  # a fresh result index and the report, removed at exit
+    atexit.register(shutil.rmtree, work, ignore_errors=True)
+    os.environ["IRSCOPE_CACHE_DIR"] = os.path.join(work, "index")
+    report = os.path.join(work, "report.json")
     once = max(1, args.repeat - 2)
     rows: dict[str, tuple[float, int, int]] = {}
 

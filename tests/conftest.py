@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import json
@@ -13,12 +14,30 @@ from pathlib import Path
 
 import pytest
 
-# The CLI keeps a result index in irscope's cache directory: give the test session its own.
-os.environ["IRSCOPE_CACHE_DIR"] = tempfile.mkdtemp(prefix="irscope-test-cache-")
+# The CLI keeps a result index in irscope's cache directory: give the test session its own, and
+# remove it when the session's process ends (worker processes inherit the path, not the cleanup).
+os.environ["IRSCOPE_CACHE_DIR"] = _SESSION_CACHE = tempfile.mkdtemp(prefix="irscope-test-cache-")
+atexit.register(shutil.rmtree, _SESSION_CACHE, ignore_errors=True)
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
 MANIFEST = FIXTURES / "manifest.json"
+
+
+def require_nvdisasm() -> str:
+    """nvdisasm's path. Triton's wheel ships it (irscope.nvtools.find_tool looks there), so without it
+    a test fails where triton is installed and skips only where triton itself is missing."""
+    import importlib.util
+
+    from irscope import nvtools
+
+    found = nvtools.find_tool("nvdisasm")
+    if found is None:
+        if importlib.util.find_spec("triton") is None:
+            pytest.skip("triton is not installed, so neither is the nvdisasm it ships")
+        pytest.fail("triton is installed but nvdisasm was not found: irscope.nvtools.find_tool looks in "
+                    "$TRITON_NVDISASM_PATH, <triton>/backends/nvidia/bin, PATH and $CUDA_HOME/bin")
+    return found.path
 
 
 def load_manifest() -> dict:

@@ -193,6 +193,41 @@ def check(parser: str, parse: Callable[[bytes, str], object], case: Case, path: 
     return Outcome(case, parser, "bug" if bad else "ok", seconds, bad)
 
 
+# A parse faster than this is linear enough whatever the machine's load; a slower one is timed again
+# against the same case with half the inserted text (min of three runs each: load only adds time).
+FAST_SECONDS = 0.05
+
+
+def halved(case: Case) -> Case:
+    """`case` with half of what its mutation inserted into the original file (a run, a long line)."""
+    data, base = case.data, original(case.file)
+    head = 0
+    while head < min(len(data), len(base)) and data[head] == base[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(data), len(base)) - head and data[-1 - tail] == base[-1 - tail]:
+        tail += 1
+    inserted = data[head:len(data) - tail]
+    return Case(case.file, f"{case.kind}/2", case.seed,
+                data[:head] + inserted[:len(inserted) // 2] + data[len(data) - tail:])
+
+
+def superlinear(outcome: Outcome, parse: Callable[[bytes, str], object]) -> str | None:
+    """Why the parse of outcome's case grows faster than the text inserted into it, else None.
+
+    A regex that backtracks over a run costs its square (or worse): doubling the run at least
+    quadruples it, while a linear parse at most doubles. No absolute bound on seconds, which a
+    loaded 2-core machine breaks; bench/fuzz.py reports slow cases by the clock."""
+    if outcome.seconds < FAST_SECONDS:
+        return None
+    half = halved(outcome.case)
+    full_s = min([outcome.seconds] + [check(outcome.parser, parse, outcome.case).seconds for _ in range(2)])
+    half_s = min(check(outcome.parser, parse, half).seconds for _ in range(3))
+    if full_s <= 3 * half_s + FAST_SECONDS:
+        return None
+    return f"{outcome.case}: {full_s:.2f} s, but {half_s:.2f} s with half the inserted text"
+
+
 def _line_count(data: bytes) -> int:
     """Lines of the text a parser read: a gzipped dump's are those of its contents."""
     if data[:2] == b"\x1f\x8b":

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 
-from conftest import FIXTURES, kernel_dirs
+from conftest import FIXTURES, kernel_dirs, require_nvdisasm
 
 import irscope
 from irscope import isa, nvtools
@@ -38,8 +37,7 @@ def test_nvidia_kernel_reads_ptx_and_sass_only_when_asked(manifest):
     d = kernel_dirs(manifest, cache="caches/triton-3.6", fixture="tile_copy_nohint", target_arch="sm_90")[0]
     (plain,) = irscope.scan(d).kernels
     assert [m.isa for m in plain.mix] == ["ptx"]
-    if nvtools.find_tool("nvdisasm") is None and nvtools.find_tool("cuobjdump") is None:
-        pytest.skip("no nvdisasm or cuobjdump here (the SASS tests say why)")
+    require_nvdisasm()
     (both,) = irscope.scan(d, sass=True).kernels
     assert [m.isa for m in both.mix] == ["ptx", "sass"]
     ptx, sass = both.mix

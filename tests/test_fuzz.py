@@ -14,14 +14,13 @@ import gzip
 import json
 import subprocess
 import sys
-import time
 import tracemalloc
 from pathlib import Path
 
 import pytest
 
 import fuzzing
-from conftest import FIXTURES, REPO, copy_tree
+from conftest import FIXTURES, REPO, copy_tree, require_nvdisasm
 
 from irscope.parsers.errors import ArtifactError
 from irscope.parsers.limits import DEFAULT_MAX_FILE_SIZE, parse_size, read_limited
@@ -36,15 +35,23 @@ CASES = {name: 60 if name == "mlir_lark" else 150 if name == "mlir_dump" else 30
 SKIP_FOR = {"mlir_lark": ("reference_chain",)}
 
 
+def files_of(parser: str) -> list[Path]:
+    """The real files a parser is fuzzed on; SASS listings need nvdisasm (Triton ships it). An empty
+    list is a broken glob, not a missing tool."""
+    if parser == "sass":
+        require_nvdisasm()
+    files = fuzzing.parser_files(parser)
+    assert files, f"no fixture files for {parser}: fuzzing.parser_files found none"
+    return files
+
+
 def _failures(outcomes) -> str:
     return "\n\n".join(f"{o.parser}: {o.case}\n{o.detail}" for o in outcomes if o.status == "bug")
 
 
 @pytest.mark.parametrize("parser", sorted(PARSERS))
 def test_parser_returns_or_names_file_and_line(parser):
-    files = fuzzing.parser_files(parser)
-    if not files:
-        pytest.skip("nvdisasm is not installed: no SASS listing to mutate")
+    files = files_of(parser)
     if parser == "mlir_dump":  # the GEMM dumps are 8-22 MB of text: the add kernels' only, here
         files = [f for f in files if "_add" in f.name]
     parse = PARSERS[parser][0]
@@ -60,16 +67,15 @@ def test_parser_returns_or_names_file_and_line(parser):
 @pytest.mark.parametrize("parser", sorted(set(PARSERS) - {"cubin", "mlir_dump", "metadata"}))
 def test_character_runs_stay_linear(parser):
     """20,000 of one character in a real line: no regex backtracks over the run. A linear parse of it
-    takes milliseconds and a backtracking regex over 20,000 characters minutes; the 10 s bound tells
-    them apart on a loaded 2-core machine, where a bound of 1 s failed (bench/ measures speed)."""
-    files = fuzzing.parser_files(parser)
-    if not files:
-        pytest.skip("nvdisasm is not installed")
+    takes milliseconds and a backtracking regex over 20,000 characters minutes: a slow case is timed
+    again with half the run (fuzzing.superlinear), since any bound in seconds fails on a loaded
+    2-core machine (bench/fuzz.py measures speed)."""
+    files = files_of(parser)
     count = 40 if parser == "mlir_lark" else 120
     outcomes = list(map(lambda c: fuzzing.check(parser, PARSERS[parser][0], c),
                         fuzzing.cases(fuzzing.spread(files, 6), count, SEED, ["line_run"])))
     assert not _failures(outcomes), _failures(outcomes)
-    slow = [f"{o.case}: {o.seconds:.1f} s" for o in outcomes if o.seconds > 10]
+    slow = [why for o in outcomes if (why := fuzzing.superlinear(o, PARSERS[parser][0]))]
     assert not slow, slow
 
 
@@ -88,12 +94,12 @@ amdgcn 4288897043 char_run 3.6/PEJVYDIPEZE3PEETH4JTJCGA3CYUENZGVWP7RKYZLS6JMSZ5N
 
 @pytest.mark.parametrize("parser, seed, kind, file", FOUND, ids=[f"{p}-{k}-{s}" for p, s, k, _ in FOUND])
 def test_found_bugs_stay_fixed(parser, seed, kind, file):
-    if parser == "sass" and not fuzzing.parser_files("sass"):
-        pytest.skip("nvdisasm is not installed")
+    if parser == "sass":
+        files_of("sass")  # nvdisasm makes the listing the case mutates
     case = fuzzing.make_case(FIXTURES / "caches" / f"triton-{file}", kind, int(seed))
     outcome = fuzzing.check(parser, PARSERS[parser][0], case)
     assert outcome.status != "bug", f"{case}\n{outcome.detail}"
-    assert outcome.seconds < 10, f"{case}: {outcome.seconds:.1f} s"
+    assert not fuzzing.superlinear(outcome, PARSERS[parser][0])
 
 
 # Found by `bench/fuzz.py --probe`: (parser, fixture glob, a line's regex, where in it, the run inserted).
@@ -116,7 +122,7 @@ def test_found_by_probing_stays_fixed(parser, pattern, line, at, run):
     case = fuzzing.Case(file, "probe", 0, data[:where] + run + data[where:])
     outcome = fuzzing.check(parser, PARSERS[parser][0], case)
     assert outcome.status != "bug", outcome.detail
-    assert outcome.seconds < 2, f"{outcome.seconds:.1f} s"
+    assert not fuzzing.superlinear(outcome, PARSERS[parser][0])
 
 
 def test_deeply_nested_llvm_type_is_unknown_not_a_crash():
@@ -147,13 +153,11 @@ def test_deeply_nested_amdhsa_yaml_does_not_kill_the_process():
 def test_a_10mb_line_does_not_hang(parser):
     """A 10 MB line in a text artifact: read or rejected in seconds (regexes stay linear).
     (The reference MLIR reader, lark, is left out: irscope gives it broken text up to 1 MiB only.)"""
-    files = fuzzing.parser_files(parser)
-    if not files:
-        pytest.skip("nvdisasm is not installed")
+    files = files_of(parser)
     case = next(fuzzing.cases(fuzzing.spread(files, 1), 1, SEED, ["huge_line"]))
     outcome = fuzzing.check(parser, PARSERS[parser][0], case)
     assert outcome.status != "bug", f"{case}\n{outcome.detail}"
-    assert outcome.seconds < 20, f"{case}: {outcome.seconds:.1f} s"
+    assert not fuzzing.superlinear(outcome, PARSERS[parser][0])
 
 
 # ---- the pipeline: one broken file costs only its own kernel ------------------------------------
@@ -281,21 +285,16 @@ def test_200mb_artifact_is_reported_not_read(tmp_path, monkeypatch):
         copy_tree(d, root / d.name)
     clean = {k.kernel.key: k for k in scan(str(root), index=False, jobs=1).kernels}
     big = next(root.glob("*/add_kernel.amdgcn"))
-    started = time.perf_counter()
     big.write_bytes(b"")
     _sparse(big, 200_000_000)  # 200 MB of zeros, without writing them
-    assert time.perf_counter() - started < 2
 
     tracemalloc.start()
     try:
-        started = time.perf_counter()
         report = scan(str(root), index=False, jobs=1)
-        seconds = time.perf_counter() - started
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     assert peak < 50_000_000, f"{peak:,} bytes allocated: the 200 MB file was read"
-    assert seconds < 10
     for kr in report.kernels:
         if kr.kernel.directory != str(big.parent):
             assert kr == clean[kr.kernel.key]
@@ -348,15 +347,13 @@ def test_gzip_bomb_is_decompressed_only_up_to_the_limit(tmp_path, monkeypatch):
     assert bomb.stat().st_size < 4 << 20  # the file itself is under the limit: decompression must stop
     tracemalloc.start()
     try:
-        started = time.perf_counter()
         with pytest.raises(ArtifactError, match="decompresses to more than 4 MiB, the limit for an MLIR dump") as err:
             read_dump(str(bomb))
-        seconds = time.perf_counter() - started
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     assert err.value.path == str(bomb)
-    assert seconds < 5 and peak < 64 << 20, (seconds, peak)
+    assert peak < 64 << 20, peak  # the 1 GiB behind the limit was never decompressed
     # Under the limit, the same dump reads as before.
     monkeypatch.delenv("IRSCOPE_MAX_FILE_SIZE")
     small = tmp_path / "dump.txt.gz"

@@ -7,6 +7,7 @@ dicts the MLIR parser hands to `build_layout`, so these tests do not depend on t
 
 from __future__ import annotations
 
+import copy
 import gzip
 import re
 from functools import cache
@@ -146,7 +147,8 @@ def test_every_fixture_alias_builds_into_a_known_layout(path):
         layout = r.alias(name)
         assert not isinstance(layout, UnknownLayout), f"#{name}: {layout}"
         assert layout.summary()
-        assert hash(layout) is not None
+        twin = copy.copy(layout)  # a value: equal to a copy and hashed alike (the layout graph keys on it)
+        assert twin is not layout and twin == layout and hash(twin) == hash(layout)
 
 
 def test_all_encoding_families_of_the_corpus_are_seen():

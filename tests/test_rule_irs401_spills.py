@@ -7,7 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, load_manifest, rule_findings
+from conftest import FIXTURES, load_manifest, require_nvdisasm, rule_findings
 
 from irscope.rules.irs401_spills import Spills
 
@@ -163,12 +163,11 @@ def test_fires_exactly_where_the_compiler_reports_spills(found, version):
 
 def test_sass_counts_the_spill_instructions():
     """With --sass the finding points at the STL/LDL themselves."""
-    from irscope.nvtools import disassemble, find_tool
+    from irscope.nvtools import disassemble
     from irscope.pipeline import scan
     from irscope.rule_engine import RuleSelection
 
-    if find_tool("nvdisasm") is None:
-        pytest.skip("nvdisasm not found")
+    require_nvdisasm()
     e = entry("spill", "sm_90", "3.6")
     directory = FIXTURES / e["cache"] / e["dir"]
     report = scan([directory], sass=True, rules=RuleSelection.only(Spills))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, backend_entries, load_manifest
+from conftest import FIXTURES, backend_entries, load_manifest, require_nvdisasm
 
 from irscope import isa, nvtools
 from irscope.parsers.errors import ArtifactError
@@ -32,16 +32,6 @@ ADDRESS = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/")  # `        /*0020*/            
 
 def cubin_of(entry: dict) -> Path:
     return FIXTURES / entry["cache"] / entry["dir"] / f"{entry['name']}.cubin"
-
-
-def require_nvdisasm() -> str:
-    found = nvtools.find_tool("nvdisasm")
-    if found is None:
-        if importlib.util.find_spec("triton") is None:
-            pytest.skip("triton is not installed, so neither is the nvdisasm it ships")
-        pytest.fail("triton is installed but nvdisasm was not found: irscope.nvtools.find_tool looks in "
-                    "$TRITON_NVDISASM_PATH, <triton>/backends/nvidia/bin, PATH and $CUDA_HOME/bin")
-    return found.path
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import asyncio
 import dataclasses
 
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, require_nvdisasm
 
 from irscope.line_map import line_map
 from irscope.pipeline import scan
@@ -331,10 +331,7 @@ def test_stage_views_are_colored_by_syntax_and_keep_the_text(report):
 
 
 def test_an_nvidia_kernel_has_a_sass_tab_with_the_mix_of_scan_sass(tmp_path):
-    from irscope.nvtools import find_tool
-
-    if find_tool("nvdisasm") is None:
-        pytest.skip("no nvdisasm (Triton's wheel bundles one)")
+    require_nvdisasm()
     report = scan(FIXTURES / "caches" / "triton-3.9", jobs=1, sass=True)
     kernel = next(r for r in report.kernels if r.kernel.target.arch == "sm_90" and any(m.isa == "sass" for m in r.mix))
     mix = next(m for m in kernel.mix if m.isa == "sass")
