@@ -1,12 +1,15 @@
 """The long fuzz run: tests/fuzzing.py's mutations of the real fixtures, thousands of cases.
 
-    nice -n 10 python bench/fuzz.py --cases 5000 --seed 1 [--minutes N] [--pipeline N]
+    nice -n 10 python bench/fuzz.py --cases 5000 --seed 1 [--minutes N] [--pipeline N] [--reports N]
     python bench/fuzz.py --replay SEED KIND FILE [--parser NAME]     # one case again
 
 Parser level: every parser entry point gets cases in turn; each returns or raises ArtifactError
 naming its file and a line of it (tests/fuzzing.py `check`). Pipeline level (--pipeline N):
 one file of one kernel of a small cache copy is mutated and the copy scanned; the other
-kernels' reports must equal the clean scan's. Prints the cases by kind and by parser, the
+kernels' reports must equal the clean scan's. Saved reports (--reports N, or alone with
+--cases 0): a real report mutated anywhere in its tree or as text is read, rendered every way
+and diffed both ways (tests/fuzz_reports.py); anything but a result or a ReportError naming
+the file, or an "internal error" from the CLI, is a failure. Prints the cases by kind and by parser, the
 failures with the seed, kind and file that reproduce them, the slowest cases and the time.
 """
 
@@ -28,6 +31,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", type=int, default=5000, help="parser-level cases in all (default 5000)")
     ap.add_argument("--pipeline", type=int, default=None, help="pipeline-level cases (default: cases / 20)")
+    ap.add_argument("--reports", type=int, default=0, help="saved-report cases (tests/fuzz_reports.py)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--minutes", type=float, default=None, help="stop starting cases after this long")
     ap.add_argument("--parser", action="append", help="only these parsers (repeatable)")
@@ -71,6 +75,7 @@ def main() -> int:
             slow.append(outcome)
     parser_seconds = time.monotonic() - started
     pipeline = run_pipeline(args, deadline) if not args.parser else None
+    reports = run_reports(args, deadline)
     total = time.monotonic() - started
 
     print(f"\nparser level: {sum(by_kind.values())} cases in {parser_seconds:.0f} s (seed {args.seed})")
@@ -84,10 +89,41 @@ def main() -> int:
                                                           for o in sorted(slow, key=lambda o: -o.seconds)[:10]))
     if pipeline:
         print(pipeline)
-    print(f"failures: {len(failures) + (pipeline.count('FAIL') if pipeline else 0)}; total {total:.0f} s")
+    if reports:
+        print(reports)
+    failed = len(failures) + sum(text.count("FAIL") for text in (pipeline, reports) if text)
+    print(f"failures: {failed}; total {total:.0f} s")
     for o in failures:
         print(f"  {o.parser}: {o.case}: {o.detail.strip().splitlines()[-1]}")
-    return 1 if failures or (pipeline and "FAIL" in pipeline) else 0
+    return 1 if failed else 0
+
+
+def run_reports(args, deadline) -> str:
+    """Saved-report cases: a real report mutated, read, rendered and diffed (tests/fuzz_reports.py)."""
+    if args.reports <= 0:
+        return ""
+    import fuzz_reports
+
+    started = time.monotonic()
+    by_kind: dict[str, Counter] = defaultdict(Counter)
+    lines, slowest = [], (0.0, "")
+    with tempfile.TemporaryDirectory(prefix="irscope-fuzz-reports-") as work:
+        clean = fuzz_reports.clean_report(Path(work))
+        for case in fuzz_reports.cases(clean.read_text(encoding="utf-8"), args.reports, args.seed):
+            if deadline and time.monotonic() > deadline:
+                break
+            outcome = fuzz_reports.check(case, clean, Path(work))
+            by_kind[case.kind][outcome.status] += 1
+            slowest = max(slowest, (outcome.seconds, str(case)))
+            if outcome.status == "bug" or outcome.seconds > args.slow:
+                lines.append(f"FAIL reports: {case}: {outcome.seconds:.1f} s\n{outcome.detail}")
+                print(lines[-1], flush=True)
+    total = sum(sum(c.values()) for c in by_kind.values())
+    head = (f"saved reports: {total} cases in {time.monotonic() - started:.0f} s, slowest {slowest[0]:.2f} s "
+            f"({slowest[1]})")
+    kinds = [f"  {kind:17} " + ", ".join(f"{k} {v}" for k, v in sorted(c.items()))
+             for kind, c in sorted(by_kind.items())]
+    return "\n".join([head] + kinds + lines)
 
 
 def run_pipeline(args, deadline) -> str:

@@ -165,3 +165,18 @@ def test_real_reports_nest_far_less_than_the_limit(saved):
     from irscope.report import MAX_DEPTH, _depth
 
     assert _depth(json.loads(saved["report"].read_text())) * 4 < MAX_DEPTH
+
+
+def test_a_mutated_report_is_read_or_refused_naming_the_file(tmp_path):
+    """Every kind of tree and text mutation of a real report (tests/fuzz_reports.py) twice: read and
+    rendered every way and diffed both ways, or refused by a ReportError naming the file; never an
+    exception or the CLI's "internal error". bench/fuzz.py --reports runs thousands of these."""
+    import fuzz_reports
+
+    clean = fuzz_reports.clean_report(tmp_path, per_cache=1)
+    kinds = len(fuzz_reports.TREE_MUTATIONS) + len(fuzz_reports.TEXT_MUTATIONS)
+    outcomes = [fuzz_reports.check(case, clean, tmp_path)
+                for case in fuzz_reports.cases(clean.read_text(encoding="utf-8"), 2 * kinds, seed=22)]
+    bugs = [f"{o.case}\n{o.detail}" for o in outcomes if o.status == "bug"]
+    assert not bugs, "\n\n".join(bugs)
+    assert {o.status for o in outcomes} == {"ok", "report-error"}  # the mutations reach past the first check
