@@ -5,9 +5,14 @@ Rules live in `rules/` (installed as `irscope.rules`), the engine in irscope/rul
 
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass
+from typing import Literal
 
-SEVERITIES = ("error", "warning", "info")  # most serious first
+# Most serious first. A Literal: a saved report's finding with any other severity is malformed
+# (irscope/serde.py checks it when a report is read), not a ValueError in a renderer's sort.
+Severity = Literal["error", "warning", "info"]
+SEVERITIES: tuple[str, ...] = typing.get_args(Severity)
 
 
 @dataclass(frozen=True)
@@ -22,7 +27,7 @@ class Evidence:
 class Finding:
     code: str  # "IRS101": stable, never reused
     slug: str  # "narrow-global-load"
-    severity: str  # "error", "warning" or "info"
+    severity: Severity
     message: str  # what is wrong, with the numbers
     fix: str  # how to fix it in the kernel
     kernel: str  # the kernel's key in the report

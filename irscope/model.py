@@ -9,7 +9,7 @@ file, line, and what on that line) it was read from.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Generic, Mapping, TypeVar
+from typing import Generic, Literal, Mapping, TypeVar
 
 T = TypeVar("T")
 
@@ -64,7 +64,7 @@ class Problem:
     path: str
     message: str
     line: int | None = None
-    severity: str = "error"  # "error": data lost; "warning": data may be incomplete
+    severity: Literal["error", "warning"] = "error"  # "error": data lost; "warning": data may be incomplete
 
     def __str__(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"

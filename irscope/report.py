@@ -74,7 +74,7 @@ class Report:
                               f"at most {MAX_DEPTH})")
         try:
             return from_data(cls, data)
-        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError, OverflowError) as exc:
             raise ReportError(f"{source}: malformed report: {exc}") from None
 
     def save(self, path: str | Path) -> None:

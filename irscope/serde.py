@@ -88,6 +88,10 @@ def from_data(tp: Any, data: Any) -> Any:
                 raise ValueError(f"unknown type tag {tag!r}; expected one of {[c.__name__ for c in classes]}")
             return from_data(chosen, {k: v for k, v in data.items() if k != "type"})
         return from_data(members[0], data)
+    if origin is typing.Literal:  # a closed set of names (a severity): anything else is malformed
+        if not isinstance(data, str) or data not in typing.get_args(tp):
+            raise ValueError(f"expected one of {', '.join(typing.get_args(tp))}, found {data!r:.40}")
+        return data
     base = origin or tp
     if dataclasses.is_dataclass(base):
         if not isinstance(data, dict):

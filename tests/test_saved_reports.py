@@ -180,3 +180,19 @@ def test_a_mutated_report_is_read_or_refused_naming_the_file(tmp_path):
     bugs = [f"{o.case}\n{o.detail}" for o in outcomes if o.status == "bug"]
     assert not bugs, "\n\n".join(bugs)
     assert {o.status for o in outcomes} == {"ok", "report-error"}  # the mutations reach past the first check
+
+
+@pytest.mark.parametrize("lines", [
+    "1-1000000000",  # a MemoryError when the ranges were expanded into ints
+    ",".join(["130-13116"] * 5000),  # found by bench/fuzz.py --reports: 23 s and 65 million ints
+    "5-99999999999",
+    "-3",
+])
+def test_line_ranges_of_a_crafted_report_are_refused_without_expanding_them(saved, tmp_path, lines):
+    data = json.loads(saved["report"].read_text())
+    mixes = [m for k in data["kernels"] for m in k["mix"] if m["rows"]]
+    mixes[0]["rows"][0]["lines"] = lines
+    path = tmp_path / "crafted.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ReportError, match=f"^{path}: malformed report: not line ranges: "):
+        Report.load(path)

@@ -161,4 +161,6 @@ def _notification(problem, root: Path) -> dict:
 
 
 def _fingerprint(*parts: object) -> str:
-    return hashlib.sha256("\x1f".join("" if p is None else str(p) for p in parts).encode()).hexdigest()[:32]
+    # surrogatepass: a lone surrogate in a name (escaped when shown) still fingerprints, as itself
+    text = "\x1f".join("" if p is None else str(p) for p in parts)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
