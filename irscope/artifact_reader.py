@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from irscope.model import Artifact
 
 OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-IS_A_LINK = "is a symbolic link now (it was none when harvested): not followed"
+IS_A_LINK = "is a symbolic link: not followed (irscope reads a kernel's files only as the harvest found them)"
 NOT_REGULAR = "not a regular file (a FIFO, socket or device): not read"
 REPLACED = "replaced since it was harvested (another file now has its name): not read"
 _CHUNK = 1 << 20

@@ -12,6 +12,7 @@ a real scan of a bundled fixture (malformed input by construction).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import shutil
@@ -103,6 +104,20 @@ def test_a_linked_directory_under_the_root_is_not_followed(saved, tmp_path):
     a = _amd_pair(report).kernel.artifact("amdgcn")
     (line,) = stage_diff(a, a)
     assert "real path leaves" in line and SECRET not in line
+
+
+def test_a_link_is_not_read_even_with_the_right_digest(saved, tmp_path):
+    """The digest is of the file the link points at: the link is still refused (O_NOFOLLOW)."""
+    root = tmp_path / "cache"
+    root.mkdir()
+    target = root / "real.amdgcn"
+    target.write_text("s_endpgm\n")
+    (root / "k.amdgcn").symlink_to(target)
+    digest = hashlib.blake2b(target.read_bytes(), digest_size=20).hexdigest()
+    report = Report.from_json(json.dumps(_hostile(saved["before"], str(root / "k.amdgcn"), [str(root)], digest)))
+    a = _amd_pair(report).kernel.artifact("amdgcn")
+    (line,) = stage_diff(a, a)
+    assert "symbolic link" in line and "not followed" in line and str(root / "k.amdgcn") in line
 
 
 def test_an_artifact_outside_every_root_is_not_read(saved, tmp_path):
