@@ -51,7 +51,8 @@ def read_assembly(kernel: Kernel, sass: bool = False) -> Assembly:
     if sass and cubin is not None:
         from irscope.nvtools import load_sass
 
-        program, problem = load_sass(cubin.path)
+        data = parse_artifact(cubin, lambda data, path: data, problems)  # the harvested file, read once
+        program, problem = load_sass(cubin.path, data=data) if data is not None else (None, None)
         if program is not None:
             programs.append(program)
             problems.extend(_unparsed_problems(program))

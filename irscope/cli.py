@@ -258,22 +258,30 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
     return EXIT_USAGE if not results else (EXIT_PARTIAL if lost else EXIT_OK)
 
 
-def _load_side(path: str, selection, index: bool = True, jobs: int | None = None):
+def _load_side(path: str, selection, index: bool = True, jobs: int | None = None, artifacts: str | None = None):
     """A saved report (`*.json` holding a Report), or a scan of a directory or artifact."""
     from irscope.pipeline import scan
 
-    saved = _saved_report(path)
+    saved = _saved_report(path, artifacts)
     return saved if saved is not None else scan(path, rules=selection, index=index, jobs=jobs)
 
 
-def _saved_report(path: str):
+def _saved_report(path: str, artifacts: str | None = None):
     """The Report saved at `path` (a `*.json` whose schema says so), else None: anything else is
-    scanned, and the harvest refuses a named `.json` that is not Triton's metadata either."""
+    scanned, and the harvest refuses a named `.json` that is not Triton's metadata either.
+    `artifacts` (--artifacts DIR): where its artifacts are read (irscope/saved_artifacts.py)."""
     from irscope.json_input import REPORT, json_kind
     from irscope.report import Report
 
     if path.endswith(".json") and json_kind(path)[0] == REPORT:
-        return Report.load(path)
+        return Report.load(path, artifacts)
+    return None
+
+
+def _artifacts_problem(args: argparse.Namespace) -> str | None:
+    """--artifacts DIR must be a directory: a mistyped one would make every stage unavailable."""
+    if args.artifacts is not None and not os.path.isdir(args.artifacts):
+        return f"--artifacts {args.artifacts}: not a directory (give a copy of the cache the report scanned)"
     return None
 
 
@@ -290,7 +298,7 @@ def _cmd_diff(args: argparse.Namespace) -> int:
 
     from irscope.exports import check as check_exports
 
-    problem = _refused_paths([args.before, args.after]) or \
+    problem = _refused_paths([args.before, args.after]) or _artifacts_problem(args) or \
         check_exports(args, ("json", "markdown"), roots=(args.before, args.after))
     if problem:
         _error(problem)
@@ -305,8 +313,8 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     try:
         selection = _selection(args)
         policy = load_policy()
-        before = _load_side(args.before, selection, not args.no_cache, args.jobs)
-        after = _load_side(args.after, selection, not args.no_cache, args.jobs)
+        before = _load_side(args.before, selection, not args.no_cache, args.jobs, args.artifacts)
+        after = _load_side(args.after, selection, not args.no_cache, args.jobs, args.artifacts)
         report = diff_reports(before, after, tuple(pairs), policy)
     except (HarvestError, ReportError, RuleConfigError, ValueError) as exc:
         _error(str(exc))
@@ -321,7 +329,7 @@ def _cmd_diff(args: argparse.Namespace) -> int:
         stages = {}
         for p in report.pairs:
             a, b = old_side[p.before_key].artifact(args.stage), new_side[p.after_key].artifact(args.stage)
-            stages[p.after_key] = stage_diff(a.path, b.path) if a and b else [f"(no .{args.stage} on both sides)"]
+            stages[p.after_key] = stage_diff(a, b) if a and b else [f"(no .{args.stage} on both sides)"]
     if args.json:
         data = {"schema": "irscope.diff", "schema_version": 1, **to_data(report)}
         if stages is not None:
@@ -346,7 +354,7 @@ def _cmd_tui(args: argparse.Namespace) -> int:
     from irscope.harvester import HarvestError
     from irscope.report import ReportError
 
-    refused = _refused_paths(args.paths + list(args.diff or ())) or _no_terminal()
+    refused = _refused_paths(args.paths + list(args.diff or ())) or _artifacts_problem(args) or _no_terminal()
     if refused:
         _error(refused)
         return EXIT_USAGE
@@ -360,10 +368,10 @@ def _cmd_tui(args: argparse.Namespace) -> int:
         if args.diff:
             from irscope.diff import diff_reports, load_policy
 
-            before, after = (_load_side(p, None, not args.no_cache, args.jobs) for p in args.diff)
+            before, after = (_load_side(p, None, not args.no_cache, args.jobs, args.artifacts) for p in args.diff)
             diff = diff_reports(before, after, policy=load_policy())
         else:
-            report = _saved_report(args.paths[0]) if len(args.paths) == 1 else None
+            report = _saved_report(args.paths[0], args.artifacts) if len(args.paths) == 1 else None
             if report is None:
                 from irscope.pipeline import ScanRun
 

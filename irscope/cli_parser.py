@@ -71,6 +71,7 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
                       help="also show a text diff of this stage, with names, registers, labels and locations "
                            "normalized")
     diff.add_argument("--json", metavar="FILE", help="write the whole diff as JSON to FILE ('-' for stdout)")
+    _artifacts_flag(diff)
     add_diff_flags(diff)  # --markdown
     _analysis_flags(diff)
     diff.add_argument("--fail-on", choices=("regression",),
@@ -86,6 +87,7 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     tui.add_argument("--diff", nargs=2, metavar=("BEFORE", "AFTER"), help="compare two builds side by side")
     tui.add_argument("--source", action="append", default=[], metavar="DIR",
                      help="where the kernels' Python files are, when the paths the artifacts name are not here")
+    _artifacts_flag(tui)
     _analysis_flags(tui)
     tui.set_defaults(func=commands["tui"])
 
@@ -168,6 +170,14 @@ def _count(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text} is negative")
     return value
+
+
+def _artifacts_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--artifacts", metavar="DIR",
+                        help="read the artifacts a saved report names from DIR, a copy of the cache it scanned "
+                             "(each file's path under its scan root is looked up under DIR); without it, only "
+                             "under the report's scan roots on this machine. Either way a file is read only when "
+                             "its bytes match the digest the report recorded")
 
 
 def _analysis_flags(parser: argparse.ArgumentParser) -> None:

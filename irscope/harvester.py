@@ -26,10 +26,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from irscope.artifact_reader import read_artifact, read_file
 from irscope.json_input import OTHER, REPORT, json_kind, not_an_input
 from irscope.model import STAGES, Artifact, Fact, Kernel, KernelOptions, Origin, Problem, Skipped
 from irscope.parsers.errors import ArtifactError
-from irscope.parsers.limits import read_limited
 from irscope.parsers.metadata import parse_metadata
 from irscope.render.safe import has_surrogates
 
@@ -224,23 +224,25 @@ class _Collector:
         for stage, fname in sorted(files, key=lambda f: _STAGE_ORDER[f[0]]):
             path = os.path.join(directory, fname)
             try:
-                size, refused = _readable_size(path, directory, follow=fname == named)
+                artifact, refused = _look(stage, path, directory, follow=fname == named)
             except OSError as exc:  # removed between listing and stat (Triton replacing it), a link loop
                 problems.append(Problem(path, f"cannot read: {exc.strerror}"))
                 continue
             if refused:
                 problems.append(Problem(path, refused))
             else:
-                artifacts.append(Artifact(stage, path, size))
+                artifacts.append(artifact)
         problems.extend(_not_utf8(key, directory, [fname for _, fname in files]))
-        if meta_path is not None and meta_path not in {a.path for a in artifacts} and (
-                layout != "file" or _readable(meta_path, directory)):
-            meta_path = None  # refused above (and said why), or a named file's sibling that is no plain file
+        meta_file = _metadata_artifact(meta_path, artifacts, directory) if meta_path is not None else None
 
         kernel_name, hash_, target, version, options, raw = name, None, None, None, KernelOptions(), {}
-        if meta_path is not None:
+        if meta_file is not None:
             try:
-                meta = parse_metadata(read_limited(meta_path), meta_path)
+                # Through the artifact's reader: the file lstat'ed above, never what its name links to now.
+                data, digest = read_artifact(meta_file)
+                if meta_file in artifacts:  # the digest a saved report's reader checks this file against
+                    artifacts[artifacts.index(meta_file)] = replace(meta_file, digest=digest)
+                meta = parse_metadata(data, meta_path)
             except ArtifactError as exc:
                 problems.append(Problem(exc.path, exc.message, exc.line))
             except OSError as exc:
@@ -281,10 +283,10 @@ def _group_problems(directory: str, name: str, filenames: list[str]) -> list[Pro
     the paths the file gives for them are never followed, since they may point anywhere."""
     path = os.path.join(directory, f"__grp__{name}.json")
     try:
-        refused = _readable(path, directory)
+        group, refused = _look("json", path, directory)
         if refused:
             return [Problem(path, refused)]
-        children = json.loads(read_limited(path, _GROUP_FILE_LIMIT))["child_paths"]
+        children = json.loads(read_file(path, group.identity, _GROUP_FILE_LIMIT))["child_paths"]
         names = [c for c in children if isinstance(c, str)]
     except OSError as exc:  # removed since the listing: the kernel is being deleted
         return [Problem(path, f"cannot read: {exc.strerror}")]
@@ -306,29 +308,36 @@ def _not_utf8(key: str, directory: str, filenames: list[str]) -> list[Problem]:
     return [Problem(directory, _NOT_UTF8, severity="warning")] if has_surrogates(key) else []
 
 
-def _readable_size(path: str, directory: str, follow: bool = False) -> tuple[int, str | None]:
-    """(size, None) for a file irscope may read, else (0, why not); OSError when it cannot be stat'ed.
+def _look(stage: str, path: str, directory: str, follow: bool = False) -> tuple[Artifact | None, str | None]:
+    """(the Artifact, None) for a file irscope may read, else (None, why not); OSError when it cannot
+    be stat'ed. The Artifact holds the file's (device, inode): every later read checks it is still
+    that file (irscope/artifact_reader.py), so nothing swapped in after this look is ever read.
 
     A symbolic link is followed only to a file in the kernel's own directory (or when `follow`:
     the user named it): a cache from elsewhere must not make irscope read, and put in its report,
     files outside it. Only regular files are read: a FIFO would block forever, a device never end.
     """
-    st = os.lstat(path)
+    st, opened = os.lstat(path), None
     if stat.S_ISLNK(st.st_mode):
         if not follow and os.path.dirname(os.path.realpath(path)) != os.path.realpath(directory):
-            return 0, _link_message(path)
+            return None, _link_message(path)
         st = os.stat(path)  # a loop or a dangling link raises here
+        opened = os.path.realpath(path)  # what later reads open (without following links)
     if not stat.S_ISREG(st.st_mode):
-        return 0, "not a regular file (a FIFO, socket or device): not read"
-    return st.st_size, None
+        return None, "not a regular file (a FIFO, socket or device): not read"
+    return Artifact(stage, path, st.st_size, identity=(st.st_dev, st.st_ino), opened=opened), None
 
 
-def _readable(path: str, directory: str) -> str | None:
-    """None when `path` may be read, else why not."""
+def _metadata_artifact(meta_path: str, artifacts: list[Artifact], directory: str) -> Artifact | None:
+    """The kernel's metadata json as an Artifact to read, or None: refused above (and said why), or a
+    named file's sibling that is no plain file (not the named kernel's problem)."""
+    found = next((a for a in artifacts if a.path == meta_path), None)
+    if found is not None:
+        return found
     try:
-        return _readable_size(path, directory)[1]
-    except OSError as exc:
-        return f"cannot read: {exc.strerror}"
+        return _look("json", meta_path, directory)[0]
+    except OSError:
+        return None
 
 
 def _link_message(link: str) -> str:

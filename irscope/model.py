@@ -79,19 +79,35 @@ class Skipped:
     reason: str
 
 
+# A field with this metadata is machine-local: serde neither saves nor loads it.
+LOCAL = {"saved": False}
+
+
 @dataclass(frozen=True)
 class Artifact:
-    """One compiler output of a kernel. The text is read only when asked for."""
+    """One compiler output of a kernel. The text is read only when asked for, through
+    irscope/artifact_reader.py (opened once, no link followed, checked to be the harvested file)."""
 
     stage: str
     path: str
     size: int
+    # blake2b of the bytes the scan's analysis read (None: never read). Saved: a loaded report's
+    # artifact is read only when its bytes still match (a report is untrusted input).
+    digest: str | None = field(default=None, compare=False)
+    # (st_dev, st_ino) at harvest: a read of another file under this name is refused.
+    identity: tuple[int, int] | None = field(default=None, compare=False, repr=False, metadata=LOCAL)
+    # A link the harvest accepted (to a file beside it, or named by the user): its target, opened instead.
+    opened: str | None = field(default=None, compare=False, repr=False, metadata=LOCAL)
+    # Loaded from a saved report: read only under `confined_to` (None: under no directory allowed).
+    from_report: bool = field(default=False, compare=False, repr=False, metadata=LOCAL)
+    confined_to: str | None = field(default=None, compare=False, repr=False, metadata=LOCAL)
 
     def read_bytes(self) -> bytes:
-        """The file's bytes; ArtifactError when it is over the size limit (parsers/limits.py)."""
-        from irscope.parsers.limits import read_limited
+        """The file's bytes; ArtifactError when it is over the size limit (parsers/limits.py), is
+        no longer the harvested regular file, or (from a saved report) cannot be checked."""
+        from irscope.artifact_reader import read_artifact
 
-        return read_limited(self.path)
+        return read_artifact(self)[0]
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -99,13 +100,23 @@ def _executable(path: str) -> bool:
     return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
-def disassemble(cubin_path: str, timeout: float = DEFAULT_TIMEOUT) -> tuple[str | None, Problem | None]:
+def disassemble(cubin_path: str, timeout: float = DEFAULT_TIMEOUT,
+                data: bytes | None = None) -> tuple[str | None, Problem | None]:
     """`nvdisasm -g -c` of a cubin (source lines included); `cuobjdump -sass` if nvdisasm fails.
 
     Returns (text, None) on success, (text, warning) when only cuobjdump worked (no source
     lines), and (None, warning) when neither could. Runs in a temporary directory and reads
-    stdout only, so nothing is ever written next to the cubin.
+    stdout only, so nothing is ever written next to the cubin. `data`: the cubin's bytes, already
+    read through irscope/artifact_reader.py; the tools then read a private copy of them, never
+    what `cubin_path` names by then (a link or FIFO swapped in).
     """
+    if data is not None:
+        with tempfile.TemporaryDirectory(prefix="irscope-cubin-") as private:
+            copy = os.path.join(private, "kernel.cubin")
+            with open(copy, "wb") as f:
+                f.write(data)
+            text, problem = disassemble(copy, timeout)
+        return text, None if problem is None else replace(problem, path=cubin_path)
     path = str(Path(cubin_path).resolve())
     if not os.path.isfile(path):
         return None, Problem(cubin_path, "cannot disassemble: the cubin does not exist", severity="warning")
@@ -150,13 +161,15 @@ def _run(argv: list[str], timeout: float) -> tuple[str | None, str | None]:
     return out, None
 
 
-def load_sass(cubin_path: str, timeout: float = DEFAULT_TIMEOUT) -> tuple[IsaProgram | None, Problem | None]:
+def load_sass(cubin_path: str, timeout: float = DEFAULT_TIMEOUT,
+              data: bytes | None = None) -> tuple[IsaProgram | None, Problem | None]:
     """The cubin's SASS as an IsaProgram (path = the cubin; lines = lines of the disassembly).
 
     Adds the cubin's own resource figures (`registers`, `stack_bytes`, ... from
-    irscope.parsers.cubin) to the program's facts where the ELF has them.
+    irscope.parsers.cubin) to the program's facts where the ELF has them. `data`: the cubin's
+    bytes as irscope/artifact_reader.py read them (else the path is read here).
     """
-    text, problem = disassemble(cubin_path, timeout)
+    text, problem = disassemble(cubin_path, timeout, data)
     if text is None:
         return None, problem
     try:
@@ -167,7 +180,8 @@ def load_sass(cubin_path: str, timeout: float = DEFAULT_TIMEOUT) -> tuple[IsaPro
     function = program.function()
     if function is not None:
         try:
-            data = Path(cubin_path).read_bytes()
+            if data is None:
+                data = Path(cubin_path).read_bytes()
             for key, fact in parse_cubin(data, cubin_path, function.name).items():
                 facts.setdefault(key, fact)
         except (OSError, ArtifactError):

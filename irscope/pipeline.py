@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from typing import Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from irscope import __version__
+from irscope.artifact_reader import one_read_each
 from irscope.assembly import read_assembly
 from irscope.harvester import harvest
 from irscope.instruction_mix import instruction_mix
@@ -309,6 +310,15 @@ def empty_report(roots: tuple[str, ...]) -> Report:
 
 def analyze_kernel(kernel: Kernel, problems: Sequence[Problem] = (), sass: bool = False,
                    rules: RuleSelection | None = None, launches: Sequence[Launch] = ()) -> KernelReport:
+    # Each artifact read once for all the analyses below; the report keeps the digest of what was read.
+    with one_read_each() as digests:
+        report = _analyze(kernel, problems, sass, rules, launches)
+    artifacts = tuple(replace(a, digest=digests.get(a.path, a.digest)) for a in report.kernel.artifacts)
+    return replace(report, kernel=replace(report.kernel, artifacts=artifacts))
+
+
+def _analyze(kernel: Kernel, problems: Sequence[Problem], sass: bool, rules: RuleSelection | None,
+             launches: Sequence[Launch]) -> KernelReport:
     # A TRITON_KERNEL_DUMP directory (or a broken json) leaves these to the IR itself.
     if kernel.target is None or kernel.options.num_warps is None or kernel.triton_version is None:
         ir = infer_from_ir(kernel)

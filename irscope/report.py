@@ -54,7 +54,10 @@ class Report:
         return json_safe(json.dumps(to_data(self), indent=indent, ensure_ascii=False))
 
     @classmethod
-    def from_json(cls, text: str, source: str = "<report>") -> "Report":
+    def from_json(cls, text: str, source: str = "<report>", artifacts: str | None = None) -> "Report":
+        """A saved report. Its artifacts are read only under its scan roots on this machine, or
+        under `artifacts` (a copy of the cache it was scanned from), and only when their bytes
+        match the digests it recorded (irscope/saved_artifacts.py)."""
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -73,20 +76,23 @@ class Report:
             raise ReportError(f"{source}: malformed report: nested {deepest} levels deep (a report nests "
                               f"at most {MAX_DEPTH})")
         try:
-            return from_data(cls, data)
+            report = from_data(cls, data)
         except (ValueError, TypeError, KeyError, AttributeError, RecursionError, OverflowError) as exc:
             raise ReportError(f"{source}: malformed report: {exc}") from None
+        from irscope.saved_artifacts import confine
+
+        return confine(report, artifacts)
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(self.to_json() + "\n", encoding="utf-8")
 
     @classmethod
-    def load(cls, path: str | Path) -> "Report":
+    def load(cls, path: str | Path, artifacts: str | None = None) -> "Report":
         try:
             text = Path(path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ReportError(f"{path}: cannot read report: {exc}") from None
-        return cls.from_json(text, str(path))
+        return cls.from_json(text, str(path), artifacts)
 
     # pandas is imported on first use only (irscope/render/frames.py; columns in docs/exports.md).
     def to_frame(self):

@@ -24,7 +24,7 @@ from irscope.findings import SEVERITIES
 from irscope.line_ranges import LineRanges
 from irscope.model import STAGES, Fact
 from irscope.report import SCHEMA, SCHEMA_VERSION, Report
-from irscope.serde import _hints
+from irscope.serde import _hints, saved_fields
 
 _SCALARS = {str: {"type": "string"}, int: {"type": "integer"}, bool: {"type": "boolean"},
             float: {"type": "number"}}
@@ -68,7 +68,7 @@ class _Builder:
         props: dict[str, Any] = {}
         if tagged:  # serde writes a union of dataclasses with the class name as "type"
             props["type"] = {"const": cls.__name__}
-        for f in dataclasses.fields(cls):
+        for f in saved_fields(cls):
             props[f.name] = {**self.schema(hints[f.name]), **_OVERRIDES.get((cls.__name__, f.name), {})}
         out: dict[str, Any] = {"type": "object"}
         doc = (cls.__doc__ or "").strip()

@@ -40,7 +40,12 @@ def _plan(cls: type) -> tuple[tuple[str, Callable[[Any], Any]], ...]:
     """How to write each field of `cls`, decided once from its type hints: plain values as
     they are, dataclasses by their own plan, a union of dataclasses with its "type" tag."""
     hints = _hints(cls)
-    return tuple((f.name, _encoder(hints[f.name])) for f in dataclasses.fields(cls))
+    return tuple((f.name, _encoder(hints[f.name])) for f in saved_fields(cls))
+
+
+def saved_fields(cls: type) -> tuple[dataclasses.Field, ...]:
+    """The fields a report holds: all but the machine-local ones (metadata {"saved": False})."""
+    return tuple(f for f in dataclasses.fields(cls) if f.metadata.get("saved", True))
 
 
 def _encoder(tp: Any) -> Callable[[Any], Any]:
@@ -100,7 +105,7 @@ def from_data(tp: Any, data: Any) -> Any:
         # A bare generic (`Fact`, not `Fact[int]`) has no args: its TypeVars stay unbound.
         params = dict(zip(getattr(base, "__parameters__", ()), typing.get_args(tp), strict=False))
         kwargs = {}
-        for f in dataclasses.fields(base):
+        for f in saved_fields(base):
             if f.name in data:
                 ftype = params.get(hints[f.name], hints[f.name])
                 kwargs[f.name] = from_data(ftype, data[f.name])

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import difflib
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from irscope.model import Artifact
 
 STAGES = ("ttir", "ttgir", "llir", "amdgcn", "ptx", "sass")
 _RULES = [
@@ -37,18 +41,18 @@ def normalize(text: str) -> list[str]:
     return out
 
 
-def stage_diff(before_path: str, after_path: str, context: int = 2) -> list[str]:
-    """Unified diff lines of the two files after normalizing; empty when only noise differs.
-    A file that cannot be read (gone, over the size limit) is one line saying why."""
+def stage_diff(before: Artifact, after: Artifact, context: int = 2) -> list[str]:
+    """Unified diff lines of the two artifacts after normalizing; empty when only noise differs.
+    An artifact that cannot be read (gone, over the size limit, or one a saved report names that is
+    outside the directories the user allowed or not the file its scan read) is one line saying why."""
     from irscope.parsers.errors import ArtifactError
-    from irscope.parsers.limits import read_limited
 
     texts = []
-    for path in (before_path, after_path):
+    for artifact in (before, after):
         try:
-            texts.append(normalize(read_limited(path).decode("utf-8", errors="replace")))
+            texts.append(normalize(artifact.read_bytes().decode("utf-8", errors="replace")))
         except ArtifactError as exc:
             return [f"(not compared: {exc})"]
         except OSError as exc:
-            return [f"(not compared: {path}: {exc.strerror or exc})"]
-    return list(difflib.unified_diff(texts[0], texts[1], before_path, after_path, n=context, lineterm=""))
+            return [f"(not compared: {artifact.path}: {exc.strerror or exc})"]
+    return list(difflib.unified_diff(texts[0], texts[1], before.path, after.path, n=context, lineterm=""))

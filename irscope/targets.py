@@ -10,12 +10,11 @@ TRITON_KERNEL_DUMP directories hold IR only, so the target is read from the IR:
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 
 from irscope.model import Fact, Kernel, Origin, Target
-from irscope.parsers.limits import max_file_size
+from irscope.parsers.errors import ArtifactError
 from irscope.parsers.metadata import normalize_arch
 
 _MLIR_TARGET = re.compile(r'(?:ttg|triton_gpu)\.target"?\s*=\s*"(?P<backend>hip|cuda):(?P<arch>\w+)"')
@@ -70,12 +69,11 @@ def _head(kernel: Kernel, stage: str) -> tuple[str | None, str | None]:
     if artifact is None:
         return None, None
     try:
-        with open(artifact.path, "rb") as f:
-            if stage == "amdgcn" and os.fstat(f.fileno()).st_size > max_file_size():
-                return artifact.path, None  # not read: the assembly's reader reports it as too large
-            data = f.read() if stage == "amdgcn" else f.read(_HEAD_BYTES)
-    except OSError:
+        data = artifact.read_bytes()  # read once for the whole analysis (irscope/artifact_reader.py)
+    except (OSError, ArtifactError):  # too large, replaced, gone: the readers that need the file say why
         return artifact.path, None
+    if stage != "amdgcn":
+        data = data[:_HEAD_BYTES]
     return artifact.path, data.decode("utf-8", "replace")
 
 

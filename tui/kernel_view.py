@@ -18,7 +18,7 @@ from textual.widgets import Footer, Input, OptionList, Static, TabbedContent, Ta
 from textual.widgets.option_list import Option
 
 from irscope.line_map import LineMap, line_map
-from irscope.model import KernelReport
+from irscope.model import KernelReport, Problem
 from irscope.parsers.errors import ArtifactError
 from irscope.render.safe import printable
 from irscope.tui.code_view import CodeView
@@ -147,7 +147,12 @@ class KernelScreen(Screen):
         `scan --sass` counted, so the mix's lines fit it)."""
         from irscope.nvtools import disassemble
 
-        text, problem = disassemble(self.report.kernel.artifact("cubin").path)
+        cubin = self.report.kernel.artifact("cubin")
+        try:  # the harvested cubin (or, from a saved report, the one its digest names), never another
+            text, problem = disassemble(cubin.path, data=cubin.read_bytes())
+        except (OSError, ArtifactError) as exc:
+            text, problem = None, Problem(cubin.path, str(exc) if isinstance(exc, ArtifactError)
+                                          else f"cannot read {cubin.path}: {exc.strerror}")
         if text is None:
             text, problem = f"no SASS: {problem.message if problem else 'nvdisasm failed'}", None
         self.app.call_from_thread(self._sass_ready, text, problem.message if problem else None)
