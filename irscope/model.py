@@ -88,10 +88,10 @@ class Artifact:
     size: int
 
     def read_bytes(self) -> bytes:
-        """The file's bytes; ArtifactError when it is over the size limit (parsers/limits.py)."""
-        from irscope.parsers.limits import read_limited
+        """The file's bytes; ArtifactError when it is over its stage's size limit (parsers/limits.py)."""
+        from irscope.parsers.limits import limit_for, read_limited
 
-        return read_limited(self.path)
+        return read_limited(self.path, limit_for(self.stage), f"one .{self.stage}")
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from irscope.model import Fact, Kernel, Origin, Target
-from irscope.parsers.limits import max_file_size
+from irscope.parsers.limits import limit_for
 from irscope.parsers.metadata import normalize_arch
 
 _MLIR_TARGET = re.compile(r'(?:ttg|triton_gpu)\.target"?\s*=\s*"(?P<backend>hip|cuda):(?P<arch>\w+)"')
@@ -71,7 +71,7 @@ def _head(kernel: Kernel, stage: str) -> tuple[str | None, str | None]:
         return None, None
     try:
         with open(artifact.path, "rb") as f:
-            if stage == "amdgcn" and os.fstat(f.fileno()).st_size > max_file_size():
+            if stage == "amdgcn" and os.fstat(f.fileno()).st_size > limit_for("amdgcn"):
                 return artifact.path, None  # not read: the assembly's reader reports it as too large
             data = f.read() if stage == "amdgcn" else f.read(_HEAD_BYTES)
     except OSError:

@@ -301,7 +301,7 @@ def test_200mb_artifact_is_reported_not_read(tmp_path, monkeypatch):
             assert kr == clean[kr.kernel.key]
             continue
         messages = {str(p) for p in kr.problems}
-        assert f"{big}: 200.0 MB is over the 64 MiB limit for one artifact; --max-file-size raises it" in messages
+        assert f"{big}: 200.0 MB is over the 16 MiB limit for one .amdgcn; --max-file-size raises it" in messages
         assert not any(fuzzing.ANALYSIS_RAISED in m for m in messages)
 
 

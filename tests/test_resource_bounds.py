@@ -1,0 +1,89 @@
+"""Issue 22 items 12-15: memory stays within a stated multiple of an artifact's size.
+
+The large artifacts here are real compiler text, only more of it: a fixture's functions (MLIR)
+or lines (AMDGCN) repeated to a few MB.
+"""
+
+from __future__ import annotations
+
+import re
+import tracemalloc
+
+import pytest
+
+from conftest import FIXTURES, copy_tree
+
+from irscope.parsers.limits import STAGE_LIMITS, limit_for
+from irscope.pipeline import scan
+
+TTGIR = FIXTURES / "caches/triton-3.6/XB3WGP47NKIFUCOTCSH5IFSZY7FW6XEJYFJZHULLPKODQGZD2GPQ/attn_fwd_kernel.ttgir"
+AMDGCN = FIXTURES / "caches/triton-3.6/XHY6TJUJGWU4GNU5UGWBDPGJ2MLLTXQXRRFP6HYY4RTFUI4YQ4LQ/spill_kernel.amdgcn"
+# The parse's tracemalloc peak over the file's size (measured: MLIR 46x, AMDGCN 11x), with room.
+PEAK_MULTIPLE = {"ttgir": 60, "amdgcn": 16}
+
+
+def repeated_functions(text: str, size: int) -> str:
+    """A module holding the fixture's kernel function copied under new names until `size` bytes."""
+    lines = text.splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if line.startswith("  tt.func"))
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("  } loc("))
+    func = "".join(lines[start:end + 1])
+    name = re.search(r"@([\w$.]+)\(", lines[start])[1]
+    copies, total, n = [], 0, 0
+    while total < size:
+        copy = func if n == 0 else func.replace(f"@{name}(", f"@{name}_{n}(", 1).replace("public", "private", 1)
+        copies.append(copy)
+        total, n = total + len(copy), n + 1
+    return "".join(lines[:start]) + "".join(copies) + "".join(lines[end + 1:])
+
+
+def _peak(parse, text: str, path: str) -> int:
+    tracemalloc.start()
+    try:
+        parse(text, path)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_large_ttgir_parses_within_a_multiple_of_its_size(tmp_path):
+    from irscope.parsers.mlir_parser import parse_mlir
+
+    text = repeated_functions(TTGIR.read_text(), 1 << 20)  # 1 MiB: 7 times the largest real .ttgir
+    module = parse_mlir(text, "big.ttgir")
+    assert len([op for op in module.ops if op.name == "tt.func"]) > 30
+    peak = _peak(parse_mlir, text, "big.ttgir")
+    assert peak < PEAK_MULTIPLE["ttgir"] * len(text), f"{peak / len(text):.1f} times the file"
+    # ... so the default limit keeps the largest .ttgir read under 1 GB.
+    assert PEAK_MULTIPLE["ttgir"] * STAGE_LIMITS["ttgir"] < 1 << 30
+
+
+def test_large_amdgcn_parses_within_a_multiple_of_its_size():
+    from irscope.parsers.amdgcn import parse_amdgcn
+
+    real = AMDGCN.read_text()
+    text = real * (2_000_000 // len(real) + 1)
+    peak = _peak(parse_amdgcn, text, "big.amdgcn")
+    assert peak < PEAK_MULTIPLE["amdgcn"] * len(text), f"{peak / len(text):.1f} times the file"
+    assert PEAK_MULTIPLE["amdgcn"] * STAGE_LIMITS["amdgcn"] < 1 << 30
+
+
+def test_ttgir_over_its_stage_limit_is_reported_with_the_flag(tmp_path, monkeypatch):
+    monkeypatch.delenv("IRSCOPE_MAX_FILE_SIZE", raising=False)
+    root = copy_tree(TTGIR.parent, tmp_path / "cache" / TTGIR.parent.name).parent
+    big = root / TTGIR.parent.name / TTGIR.name
+    with open(big, "r+b") as f:  # 9 MiB of zeros past the text, without writing them
+        f.truncate(limit_for("ttgir") + (1 << 20))
+    report = scan(str(root), index=False, jobs=1)
+    messages = {str(p) for kr in report.kernels for p in kr.problems}
+    assert f"{big}: 9 MiB is over the 8 MiB limit for one .ttgir; --max-file-size raises it" in messages
+    # The flag raises the limit of every stage.
+    monkeypatch.setenv("IRSCOPE_MAX_FILE_SIZE", "64M")
+    assert limit_for("ttgir") == limit_for("llir") == 64 << 20
+
+
+@pytest.mark.parametrize("stage", sorted(STAGE_LIMITS))
+def test_stage_limits_leave_a_wide_margin_over_real_artifacts(stage):
+    largest = max((p.stat().st_size for p in FIXTURES.rglob(f"*.{stage}")), default=0)
+    assert largest * 20 < STAGE_LIMITS[stage]
+
