@@ -6,6 +6,7 @@ or lines (AMDGCN) repeated to a few MB.
 
 from __future__ import annotations
 
+import gzip
 import re
 import tracemalloc
 
@@ -13,6 +14,7 @@ import pytest
 
 from conftest import FIXTURES, copy_tree
 
+from irscope.parsers.errors import ArtifactError
 from irscope.parsers.limits import STAGE_LIMITS, limit_for
 from irscope.pipeline import scan
 
@@ -87,3 +89,70 @@ def test_stage_limits_leave_a_wide_margin_over_real_artifacts(stage):
     largest = max((p.stat().st_size for p in FIXTURES.rglob(f"*.{stage}")), default=0)
     assert largest * 20 < STAGE_LIMITS[stage]
 
+
+
+def _traced(call) -> tuple[object, int]:
+    """What call() returned or raised, and its tracemalloc peak."""
+    tracemalloc.start()
+    try:
+        try:
+            result: object = call()
+        except ArtifactError as exc:
+            result = exc
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def _real_dump_text() -> bytes:
+    return gzip.decompress(sorted((FIXTURES / "dumps").glob("*_add.txt.gz"))[0].read_bytes())
+
+
+def test_gzip_bomb_of_dump_text_stops_at_the_limit_in_bounded_memory(tmp_path, monkeypatch):
+    """A small .gz of real dump text repeated to 32 MiB, against a 4 MiB dump limit: the error at
+    the limit, having held at most the limit's worth of text (it used to decompress, decode and
+    split everything up to the limit: about four times it)."""
+    from irscope.parsers.mlir_dump import read_dump
+
+    monkeypatch.setenv("IRSCOPE_MAX_FILE_SIZE", "256K")  # a dump may be 16 times that: 4 MiB
+    limit = 4 << 20
+    real = _real_dump_text()
+    bomb = tmp_path / "bomb.txt.gz"
+    with gzip.open(bomb, "wb", compresslevel=1) as f:
+        for _ in range((32 << 20) // len(real)):
+            f.write(real)
+    assert bomb.stat().st_size < limit
+    err, peak = _traced(lambda: read_dump(str(bomb)))
+    assert isinstance(err, ArtifactError) and err.path == str(bomb), err
+    assert err.message.startswith("decompresses to more than 4 MiB, the limit for an MLIR dump")
+    assert err.message.endswith("; --max-file-size raises it")
+    assert peak < 2.5 * limit, f"{peak:,} bytes for a {limit:,}-byte limit"  # the text, a block or two: 8.6 MB
+
+
+def test_dump_of_nul_bytes_is_rejected_at_the_first_chunk(tmp_path, monkeypatch):
+    from irscope.parsers.mlir_dump import read_dump
+
+    monkeypatch.setenv("IRSCOPE_MAX_FILE_SIZE", "4M")  # dumps up to 64 MiB
+    nuls = tmp_path / "dump.txt"
+    with open(nuls, "wb") as f:
+        f.truncate(60 << 20)  # 60 MB of NULs (hostile input), under the limit
+    err, peak = _traced(lambda: read_dump(str(nuls)))
+    assert isinstance(err, ArtifactError) and err.line == 1 and "contains NUL bytes" in err.message, err
+    assert peak < 4 << 20, f"{peak:,} bytes"
+    gz = tmp_path / "dump.txt.gz"
+    gz.write_bytes(gzip.compress(_real_dump_text() + b"\0" * (60 << 20), compresslevel=1))
+    err, peak = _traced(lambda: read_dump(str(gz)))
+    assert isinstance(err, ArtifactError) and "contains NUL bytes" in err.message and err.line > 1000, err
+    assert peak < 8 << 20, f"{peak:,} bytes"
+
+
+def test_dump_under_the_limit_costs_about_its_text(tmp_path):
+    from irscope.parsers.mlir_dump import read_dump
+    from irscope.pass_timeline import timelines
+
+    real = _real_dump_text() * 40  # 8 MB
+    dump = tmp_path / "dump.txt.gz"
+    dump.write_bytes(gzip.compress(real, compresslevel=1))
+    found, peak = _traced(lambda: timelines(read_dump(str(dump))))
+    assert len(found) == 40 and len({(t.kernel, tuple(p.changed for p in t.passes), t.origins) for t in found}) == 1
+    assert peak < 2 * len(real), f"{peak / len(real):.1f} times the text"
