@@ -203,6 +203,7 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
     from irscope.occupancy import kernel_occupancy, occupancy_for
     from irscope.pipeline import scan
     from irscope.render.occupancy import occupancy_table
+    from irscope.render.safe import shorten
     from irscope.serde import to_data
 
     what_if = _what_if(args)
@@ -237,7 +238,7 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
         lost = any(p.severity == "error" for r in chosen for p in r.problems) or \
             any(p.severity == "error" for p in report.problems)
         for r in chosen:
-            title = f"{r.kernel.name}  {r.kernel.target or '?'}  {r.kernel.key}"
+            title = f"{shorten(r.kernel.name)}  {shorten(str(r.kernel.target or '?'))}  {shorten(r.kernel.key)}"
             arch = r.kernel.target.arch if r.kernel.target else ""
             occ, problems = kernel_occupancy(r.kernel, r.resources, _for_vendor(arch, what_if)) \
                 if what_if else (r.occupancy, [])

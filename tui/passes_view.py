@@ -21,7 +21,7 @@ from textual.widgets.option_list import Option
 from irscope.model import KernelReport
 from irscope.parsers.errors import ArtifactError
 from irscope.pass_timeline import PassTimeline, dump_lines, pass_change
-from irscope.render.safe import printable
+from irscope.render.safe import printable, shorten
 from irscope.tui.code_view import CodeView
 
 DIFF_STYLES = {"+": Style(color="green"), "-": Style(color="red"), "@": Style(color="cyan")}
@@ -75,8 +75,8 @@ class PassesPanel(Horizontal):
                                   id=str(p.index)))
         yield OptionList(*options, id="pass-list")
         with Vertical(id="pass-change"):
-            yield Static(Text(printable(f"{t.kernel or '?'}: {len(t.passes)} passes, {len(t.changed)} changed the "
-                                        f"IR; pick one to see what it changed")), id="pass-heading")
+            yield Static(Text(printable(f"{shorten(t.kernel or '?')}: {len(t.passes)} passes, {len(t.changed)} "
+                                        f"changed the IR; pick one to see what it changed")), id="pass-heading")
             yield CodeView("pass", "", id="view-pass")
 
     def on_mount(self) -> None:

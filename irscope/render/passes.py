@@ -8,11 +8,11 @@ from rich.table import Table
 from rich.text import Text
 
 from irscope.pass_timeline import PassTimeline
-from irscope.render.safe import printable
+from irscope.render.safe import printable, printable_name
 
 
 def timeline_view(t: PassTimeline, all_passes: bool = False) -> Group:
-    parts: list = [Text.assemble((printable(t.kernel or "?"), "bold"), "  ", (printable(t.path), "dim"),
+    parts: list = [Text.assemble((printable_name(t.kernel or "?"), "bold"), "  ", (printable(t.path), "dim"),
                                  f"  {len(t.passes)} passes, {len(t.changed)} changed the IR")]
     table = Table(header_style="bold", box=None, padding=(0, 2, 0, 2))
     for name in ("#", "pass", "on", "changed", "dump line"):
