@@ -425,9 +425,12 @@ def _cmd_passes(args: argparse.Namespace) -> int:
     import fnmatch
     import json
 
+    from rich.text import Text
+
     from irscope.parsers.errors import ArtifactError
     from irscope.parsers.mlir_dump import read_dump
     from irscope.pass_timeline import timelines
+    from irscope.render.console import print_text
     from irscope.render.passes import timeline_view
     from irscope.serde import to_data
 
@@ -444,9 +447,8 @@ def _cmd_passes(args: argparse.Namespace) -> int:
         write_stdout(json.dumps([to_data(t) for t in chosen], indent=1) + "\n")
         return EXIT_OK
     out = _console()
-    for t in chosen:
-        out.print(timeline_view(t, args.all))
-        out.print()
+    width = out.width if out.is_terminal else None
+    print_text(Text("\n\n").join(timeline_view(t, args.all, width) for t in chosen) + "\n", out)
     return EXIT_OK
 
 
@@ -537,7 +539,7 @@ def _run_script(args: argparse.Namespace, script: str) -> int:
             for kr in report.kernels:
                 if kr.passes is not None:
                     out.print()
-                    out.print(timeline_view(kr.passes))
+                    out.print(timeline_view(kr.passes, width=out.width if out.is_terminal else None), soft_wrap=True)
     _say_where_the_run_is(result)
     from irscope.runner_child import NO_DRIVER
 

@@ -7,12 +7,14 @@ or lines (AMDGCN) repeated to a few MB.
 from __future__ import annotations
 
 import gzip
+import io
 import re
 import tracemalloc
 
 import pytest
 
 from conftest import FIXTURES, copy_tree
+from rich.text import Text
 
 from irscope.parsers.errors import ArtifactError
 from irscope.parsers.limits import STAGE_LIMITS, limit_for
@@ -156,3 +158,45 @@ def test_dump_under_the_limit_costs_about_its_text(tmp_path):
     found, peak = _traced(lambda: timelines(read_dump(str(dump))))
     assert len(found) == 40 and len({(t.kernel, tuple(p.changed for p in t.passes), t.origins) for t in found}) == 1
     assert peak < 2 * len(real), f"{peak / len(real):.1f} times the text"
+
+
+def _dump_of_copies(tmp_path, copies: int):
+    """A real dump's kernel run `copies` times in one log (each copy is a kernel, as in an autotuned run)."""
+    path = tmp_path / f"dump{copies}.txt"
+    path.write_bytes(_real_dump_text() * copies)
+    return path
+
+
+def test_passes_view_costs_rich_renders_per_view_not_per_row(tmp_path, monkeypatch, capsys):
+    """`irscope passes` on a dump of 200,000 tiny modules took 95 s (its JSON 1.35 s): a rich Table
+    renders every cell as its own renderable. The view is one Text now: the number of rich renders
+    is the same for n and 2n kernels, and the rows printed double."""
+    from rich.console import Console
+
+    from irscope.cli import main
+    from irscope.parsers.mlir_dump import read_dump
+    from irscope.pass_timeline import timelines
+    from irscope.render.console import print_text
+    from irscope.render.passes import timeline_view
+
+    renders = {"n": 0}
+    original = Console.render
+
+    def counted(self, *args, **kwargs):
+        renders["n"] += 1
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Console, "render", counted)
+    work = {}
+    for copies in (4, 8):
+        path = _dump_of_copies(tmp_path, copies)
+        renders["n"] = 0
+        assert main(["passes", str(path), "--all"]) == 0
+        rows = capsys.readouterr().out.count("\n│")
+        found = timelines(read_dump(str(path)))
+        colour = Console(file=io.StringIO(), force_terminal=True, color_system="truecolor", width=120)
+        print_text(Text("\n").join(timeline_view(t, True, 120) for t in found), colour)
+        work[copies] = (renders["n"], rows)
+    (renders4, rows4), (renders8, rows8) = work[4], work[8]
+    assert rows8 == 2 * rows4 and rows4 >= 4 * 40, work
+    assert renders8 == renders4, work  # was one render per cell: 5 per row and more

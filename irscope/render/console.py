@@ -151,7 +151,11 @@ def render(report: Report, console: Console) -> None:
     if report.skipped:
         parts.append(Text(f"\nSkipped {len(report.skipped)} path(s) that hold no kernel "
                           "(autotune results, launchers, files Triton is writing).", style="dim"))
-    text = Text("\n").join(parts)
+    print_text(Text("\n").join(parts), console)
+
+
+def print_text(text: Text, console: Console) -> None:
+    """Print one Text without wrapping (a terminal wraps a long path by itself)."""
     if console.color_system is None and not console.record:
         # No styles will be written (a pipe, a file, NO_COLOR): skip rich's segment
         # rendering, which is most of the time of a 1,000-kernel view.
