@@ -81,7 +81,7 @@ class PassChange:
     after_lines: tuple[int, int] | None
 
 
-def dump_lines(t: PassTimeline) -> tuple[str, ...]:
+def dump_lines(t: PassTimeline) -> Sequence[str]:
     """The lines of the dump `t` was read from (plain or gzipped). Raises OSError or
     ArtifactError when it is gone or unreadable."""
     from irscope.parsers.mlir_dump import read_dump

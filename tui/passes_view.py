@@ -9,6 +9,7 @@ in the file. The dump is read once, in a worker thread, through the core (pass_t
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 
 from rich.style import Style
 from rich.text import Text
@@ -64,7 +65,7 @@ class PassesPanel(Horizontal):
     def __init__(self, report: KernelReport) -> None:
         super().__init__()
         self.timeline: PassTimeline = report.passes
-        self.lines: tuple[str, ...] | None = None
+        self.lines: Sequence[str] | None = None
 
     def compose(self) -> ComposeResult:
         t = self.timeline
@@ -91,7 +92,7 @@ class PassesPanel(Horizontal):
             return
         self.app.call_from_thread(self._dump_ready, lines)
 
-    def _dump_ready(self, lines: tuple[str, ...]) -> None:
+    def _dump_ready(self, lines: Sequence[str]) -> None:
         self.lines = lines
         listing = self.query_one("#pass-list", OptionList)
         first_change = next((i for i, p in enumerate(self.timeline.passes) if p.changed), 0)
