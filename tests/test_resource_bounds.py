@@ -53,11 +53,11 @@ def _peak(parse, text: str, path: str) -> int:
 def test_large_ttgir_parses_within_a_multiple_of_its_size(tmp_path):
     from irscope.parsers.mlir_parser import parse_mlir
 
-    text = repeated_functions(TTGIR.read_text(), 1 << 20)  # 1 MiB: 7 times the largest real .ttgir
+    text = repeated_functions(TTGIR.read_text(), 600_000)  # 4 times the largest real .ttgir (153 KB)
     module = parse_mlir(text, "big.ttgir")
-    assert len([op for op in module.ops if op.name == "tt.func"]) > 30
+    assert len([op for op in module.ops if op.name == "tt.func"]) > 15
     peak = _peak(parse_mlir, text, "big.ttgir")
-    assert peak < PEAK_MULTIPLE["ttgir"] * len(text), f"{peak / len(text):.1f} times the file"
+    assert peak < PEAK_MULTIPLE["ttgir"] * len(text), f"{peak / len(text):.1f} times the file"  # 46x
     # ... so the default limit keeps the largest .ttgir read under 1 GB.
     assert PEAK_MULTIPLE["ttgir"] * STAGE_LIMITS["ttgir"] < 1 << 30
 
