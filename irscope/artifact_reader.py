@@ -26,7 +26,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Iterator
 
 from irscope.parsers.errors import ArtifactError
-from irscope.parsers.limits import max_file_size, too_large
+from irscope.parsers.limits import limit_for, max_file_size, too_large
 
 if TYPE_CHECKING:
     from irscope.model import Artifact
@@ -90,7 +90,7 @@ def read_artifact(artifact: Artifact) -> tuple[bytes, str]:
         return held
     try:
         data = _read_saved(artifact) if artifact.from_report else \
-            read_file(artifact.opened or artifact.path, artifact.identity)
+            read_file(artifact.opened or artifact.path, artifact.identity, *_limit(artifact))
     except (ArtifactError, OSError) as exc:
         if memo is not None:
             memo[artifact.path] = exc
@@ -115,6 +115,11 @@ def one_read_each() -> Iterator[dict[str, str]]:
         digests.update({path: held[1] for path, held in memo.items() if isinstance(held, tuple)})
 
 
+def _limit(artifact: Artifact) -> tuple[int, str]:
+    """The artifact's stage's size limit, and how the error names it (parsers/limits.py)."""
+    return limit_for(artifact.stage), f"one .{artifact.stage}"
+
+
 def _read_saved(artifact: Artifact) -> bytes:
     """An artifact a loaded report names: only under the directory the user allowed, no link on the
     way (a linked parent directory leaves it), and only the bytes the scan recorded."""
@@ -128,7 +133,7 @@ def _read_saved(artifact: Artifact) -> bytes:
     real, base = os.path.realpath(path), os.path.realpath(within)
     if real != base and not real.startswith(base.rstrip(os.sep) + os.sep):
         raise ArtifactError(path, f"not read: its real path leaves {within} (a linked directory?)")
-    data = read_file(path)
+    data = read_file(path, None, *_limit(artifact))
     if digest_of(data) != artifact.digest:
         raise ArtifactError(path, "not read: its content differs from what the report's scan read "
                                   "(its digest does not match)")

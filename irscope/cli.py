@@ -203,6 +203,7 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
     from irscope.occupancy import kernel_occupancy, occupancy_for
     from irscope.pipeline import scan
     from irscope.render.occupancy import occupancy_table
+    from irscope.render.safe import shorten
     from irscope.serde import to_data
 
     what_if = _what_if(args)
@@ -237,7 +238,7 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
         lost = any(p.severity == "error" for r in chosen for p in r.problems) or \
             any(p.severity == "error" for p in report.problems)
         for r in chosen:
-            title = f"{r.kernel.name}  {r.kernel.target or '?'}  {r.kernel.key}"
+            title = f"{shorten(r.kernel.name)}  {shorten(str(r.kernel.target or '?'))}  {shorten(r.kernel.key)}"
             arch = r.kernel.target.arch if r.kernel.target else ""
             occ, problems = kernel_occupancy(r.kernel, r.resources, _for_vendor(arch, what_if)) \
                 if what_if else (r.occupancy, [])
@@ -432,9 +433,12 @@ def _cmd_passes(args: argparse.Namespace) -> int:
     import fnmatch
     import json
 
+    from rich.text import Text
+
     from irscope.parsers.errors import ArtifactError
     from irscope.parsers.mlir_dump import read_dump
     from irscope.pass_timeline import timelines
+    from irscope.render.console import print_text
     from irscope.render.passes import timeline_view
     from irscope.serde import to_data
 
@@ -451,9 +455,8 @@ def _cmd_passes(args: argparse.Namespace) -> int:
         write_stdout(json.dumps([to_data(t) for t in chosen], indent=1) + "\n")
         return EXIT_OK
     out = _console()
-    for t in chosen:
-        out.print(timeline_view(t, args.all))
-        out.print()
+    width = out.width if out.is_terminal else None
+    print_text(Text("\n\n").join(timeline_view(t, args.all, width) for t in chosen) + "\n", out)
     return EXIT_OK
 
 
@@ -544,7 +547,7 @@ def _run_script(args: argparse.Namespace, script: str) -> int:
             for kr in report.kernels:
                 if kr.passes is not None:
                     out.print()
-                    out.print(timeline_view(kr.passes))
+                    out.print(timeline_view(kr.passes, width=out.width if out.is_terminal else None), soft_wrap=True)
     _say_where_the_run_is(result)
     from irscope.runner_child import NO_DRIVER
 

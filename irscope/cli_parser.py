@@ -188,8 +188,9 @@ def _analysis_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-j", "--jobs", type=_jobs, metavar="N",
                         help="worker processes for the analysis (default: one per core)")
     parser.add_argument("--max-file-size", type=_size, metavar="SIZE",
-                        help="read no artifact larger than SIZE (bytes, or 128M, 1G; default 64M): a larger one is "
-                             "reported against its kernel, not read")
+                        help="read no artifact larger than SIZE (bytes, or 128M, 1G; default 64M, and 8M for "
+                             ".ttir/.ttgir, 16M for .amdgcn/.ptx): a larger one is reported against its kernel, "
+                             "not read")
 
 
 def _size(text: str) -> int:

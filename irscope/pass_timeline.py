@@ -81,7 +81,7 @@ class PassChange:
     after_lines: tuple[int, int] | None
 
 
-def dump_lines(t: PassTimeline) -> tuple[str, ...]:
+def dump_lines(t: PassTimeline) -> Sequence[str]:
     """The lines of the dump `t` was read from (plain or gzipped). Raises OSError or
     ArtifactError when it is gone or unreadable."""
     from irscope.parsers.mlir_dump import read_dump
@@ -110,19 +110,27 @@ def timelines(dump: MlirDump) -> tuple[PassTimeline, ...]:
 
 
 def kernel_timeline(dump: MlirDump, kernel: DumpKernel) -> PassTimeline:
-    texts = [dump.text(p) for p in kernel.passes]
-    bodies = [[line for line in t if not line.startswith("#loc")] for t in texts]
-    steps = tuple(PassStep(p.index, p.name, p.anchor, p.symbol, p.header_line,
-                           bodies[i + 1] != bodies[i] if i + 1 < len(bodies) else None, p.first_line, p.last_line)
-                  for i, p in enumerate(kernel.passes))
     final = next((p.index for p in kernel.passes if LOWERING.match(p.name)), None)
-    origins: tuple[Origin, ...] = ()
+    # One pass's text at a time, compared with the one before: the dump is never held twice.
+    changed: list[bool | None] = []
+    counts: list[Counter] = []
+    before: list[str] | None = None
     num_warps = shared = None
-    if final is not None:
-        counts = [_layout_ops(t) for t in texts[:final + 1]]
-        origins = tuple(_origins(kernel, counts, final))
-        head = "\n".join(texts[final][:200])
-        num_warps, shared = _module_int(head, "num-warps"), _module_int(head, "shared")
+    for p in kernel.passes:
+        text = dump.text(p)
+        body = [line for line in text if not line.startswith("#loc")]
+        if before is not None:
+            changed.append(body != before)
+        before = body
+        if final is not None and p.index <= final:
+            counts.append(_layout_ops(text))
+            if p.index == final:
+                head = "\n".join(text[:200])
+                num_warps, shared = _module_int(head, "num-warps"), _module_int(head, "shared")
+    changed.append(None)
+    steps = tuple(PassStep(p.index, p.name, p.anchor, p.symbol, p.header_line, changed[i], p.first_line, p.last_line)
+                  for i, p in enumerate(kernel.passes))
+    origins = tuple(_origins(kernel, counts, final)) if final is not None else ()
     return PassTimeline(dump.path, kernel.name, steps, final, origins, num_warps, shared)
 
 

@@ -66,7 +66,7 @@ class ScanRun:
         launches = launches or {}
         self.store = None
         if index:
-            from irscope.parsers.limits import max_file_size
+            from irscope.parsers.limits import limits_key
             from irscope.result_index import ResultIndex, default_index_dir, refusal, salt_for
 
             directory = default_index_dir() if index is True else Path(index)
@@ -75,7 +75,7 @@ class ScanRun:
                 _say(refused)
             else:
                 self.store = ResultIndex(directory, salt_for(self.selection.rules(),
-                                                             f"sass={sass}|max_file_size={max_file_size()}"))
+                                                             f"sass={sass}|limits={limits_key()}"))
         self.keys: dict[int, str | None] = {}
         self._held: list[int] = []  # positions whose result the index should hold
         todo: list[int] = []

@@ -22,7 +22,7 @@ from irscope.baseline import Baseline, BaselineError, Verdict, describe, judge
 from irscope.findings import Finding
 from irscope.harvester import HarvestError
 from irscope.model import AmdResources, KernelReport, NvidiaResources
-from irscope.render.safe import printable
+from irscope.render.safe import printable, printable_name, shorten
 from irscope.report import Report, ReportError
 from irscope.rule import Rule
 from irscope.rule_engine import RuleSelection
@@ -153,8 +153,8 @@ def kernel_node_name(r: KernelReport) -> str:
     console escapes a cache's text: pytest prints node IDs raw (FAILED lines, -v) and puts them in
     PYTEST_CURRENT_TEST, where a NUL or a lone surrogate would make it error."""
     k = r.kernel
-    name = k.key if k.key.endswith(k.name) else f"{k.key}/{k.name}"
-    return printable(f"{name}@{k.target.arch if k.target else '?'}")
+    name = shorten(k.key) if k.key.endswith(k.name) else f"{shorten(k.key)}/{shorten(k.name)}"
+    return printable(f"{name}@{shorten(k.target.arch) if k.target else '?'}")
 
 
 class Kernel(pytest.Collector):
@@ -202,7 +202,8 @@ class RuleFamily(pytest.Item):
     def runtest(self) -> None:
         r = self.result
         if self.family_code is None:
-            raise IrscopeFailure("\n".join([printable(f"{r.kernel.name}  {r.kernel.key}: could not be read in full")]
+            heading = f"{shorten(r.kernel.name)}  {shorten(r.kernel.key)}: could not be read in full"
+            raise IrscopeFailure("\n".join([printable(heading)]
                                            + [f"  {p.severity}: {printable(str(p))}" for p in r.problems]))
         run = _plugin(self).scan()
         new = [f for f in run.verdict.new.get(r.kernel.key, ()) if family(f.code) == self.family_code]
@@ -220,7 +221,7 @@ class RuleFamily(pytest.Item):
     def reportinfo(self):
         # The failure's headline: `matmul_kernel@gfx942 IRS1xx` (the node id has the key too).
         k = self.result.kernel
-        headline = f"{k.name}@{k.target.arch if k.target else '?'} {self.name}"
+        headline = f"{shorten(k.name)}@{shorten(k.target.arch) if k.target else '?'} {self.name}"
         return Path(printable(k.directory)), None, printable(headline)
 
 
@@ -231,7 +232,7 @@ def failure_text(r: KernelReport, family_code: str, new: list[Finding], accepted
 
     from irscope.render.console import kernel_finding_lines
 
-    parts = [Text("\n").join(kernel_finding_lines(r, new)).plain] if new else [printable(r.kernel.name)]
+    parts = [Text("\n").join(kernel_finding_lines(r, new)).plain] if new else [printable_name(r.kernel.name)]
     parts += [f"  rule failed: {printable(p.message)}" for p in failed]
     what = FAMILIES.get(family_code[:-2])
     summary = f"{len(new)} new finding(s) of {family_code}" + (f" ({what})" if what else "")

@@ -19,6 +19,7 @@ from typing import Iterable
 
 from irscope.api import selectors
 from irscope.model import KernelReport
+from irscope.render.safe import shorten
 from irscope.report import Report
 from irscope.rule_engine import RuleSelection
 
@@ -35,7 +36,7 @@ def _kernels(target: Kernels, what: str) -> list[KernelReport]:
 
 def _title(r: KernelReport) -> str:
     k = r.kernel
-    return f"{k.name}  {k.target.arch if k.target else '?'}  {k.key}"
+    return f"{shorten(k.name)}  {shorten(k.target.arch) if k.target else '?'}  {shorten(k.key)}"
 
 
 def assert_no_findings(target: Kernels, select: str | Iterable[str] | None = None,

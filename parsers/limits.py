@@ -6,7 +6,22 @@ is about 2 MB. 64 MiB is 30 times that, and still small enough that a parser's w
 (several times the file) fits in memory. A file over it is a copy gone wrong or not
 Triton's; it is reported, not read, and the kernel's other artifacts are still analyzed.
 
-`irscope --max-file-size SIZE` sets IRSCOPE_MAX_FILE_SIZE, which worker processes inherit.
+Per stage, the default is lower where a parser's working set is many times the file
+(tracemalloc peak of the parse alone, on text made by repeating a real fixture's functions or
+lines; tests/test_resource_bounds.py):
+
+| stage         | largest real artifact (fixtures/, real_world corpus)     | parse peak  | default limit |
+|---------------|----------------------------------------------------------|-------------|---------------|
+| .ttir, .ttgir | 153 KB (.ttgir of fla chunk_gated_delta_rule, gfx942)    | ~46x file   | 8 MiB (54x)   |
+| .amdgcn, .ptx | 396 KB (.ptx of vllm _fwd_kernel, sm_90); 2 MB bench ISA | ~11x file   | 16 MiB (8x)   |
+| .llir, others | 2.85 MB (.llir of vllm _fwd_kernel, sm_90)               | ~2x file    | 64 MiB (22x)  |
+
+A whole scan costs about 2-3 times the parse (analyses, rules), so the defaults keep one
+artifact well under 1 GB. A 60 MB `.ttgir` (2.9 GB, 37 s before these limits) is now refused
+with its size.
+
+`irscope --max-file-size SIZE` sets IRSCOPE_MAX_FILE_SIZE, which worker processes inherit; it
+is then the limit for every stage.
 """
 
 from __future__ import annotations
@@ -18,6 +33,8 @@ from irscope.parsers.errors import ArtifactError
 
 DEFAULT_MAX_FILE_SIZE = 64 * 1024 * 1024
 ENV = "IRSCOPE_MAX_FILE_SIZE"
+# Stages whose parsers cost many times the file (see the table above); others get the default.
+STAGE_LIMITS = {"ttir": 8 << 20, "ttgir": 8 << 20, "amdgcn": 16 << 20, "ptx": 16 << 20}
 # An MLIR_ENABLE_DUMP log holds the IR before every pass of every kernel of a run: 10-22 MB
 # per GEMM in fixtures/dumps. It may be this many times the per-artifact limit (1 GiB).
 DUMP_FACTOR = 16
@@ -47,6 +64,28 @@ def max_file_size() -> int:
         except ValueError:
             pass  # a bad value in the environment falls back to the default; the CLI checks its flag
     return DEFAULT_MAX_FILE_SIZE
+
+
+def _explicit_limit() -> int | None:
+    value = os.environ.get(ENV)
+    if value:
+        try:
+            return parse_size(value)
+        except ValueError:
+            return None
+    return None
+
+
+def limit_for(stage: str) -> int:
+    """The limit for one artifact of `stage` ("ttgir", "amdgcn", ...): IRSCOPE_MAX_FILE_SIZE when
+    set (for every stage), else the stage's default (STAGE_LIMITS, or 64 MiB)."""
+    explicit = _explicit_limit()
+    return explicit if explicit is not None else STAGE_LIMITS.get(stage, DEFAULT_MAX_FILE_SIZE)
+
+
+def limits_key() -> str:
+    """Every limit in force, for the result index's key: raising one analyzes the kernels again."""
+    return ",".join(f"{stage}={limit_for(stage)}" for stage in sorted(STAGE_LIMITS)) + f",*={max_file_size()}"
 
 
 def format_size(size: int) -> str:

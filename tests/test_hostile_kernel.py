@@ -254,3 +254,26 @@ def test_hostile_input_int64_overflow_in_a_saved_report_still_makes_a_frame(two_
     saved = Report.from_json(hostile.to_json())
     frame = kernels_frame(saved)
     assert len(frame) == 2 and frame["num_warps"].isna()[0] and frame["name"][0] == "x\\ud800"
+
+
+# Item 14: a kernel name of 10 MB (hostile input).
+
+def test_hostile_input_10mb_kernel_name_gives_a_bounded_console_report(two_kernels, tmp_path, capsys):
+    from irscope.pipeline import scan
+    from irscope.pytest_plugin import kernel_node_name
+
+    cache, gemm = two_kernels
+    huge = "matmul_kernel" + "\x1b]0;x" * 2_000_000  # 10 MB, with an OSC 0 (window title) in every step
+    _edit_json(gemm, lambda data: data.update(name=huge))
+    rc, stdout, stderr = _run(capsys, "scan", cache, "--no-cache", "--json", tmp_path / "r.json")
+    assert rc == 0 and "spill_kernel" in stdout and "\x1b]" not in stdout
+    assert len(stdout) < 20_000, f"{len(stdout):,} characters printed"  # was 120 MB, for a 10 MB name
+    assert "…[9,999,813 characters]…" in stdout
+    # Saved reports are data: they keep the name whole.
+    saved = json.loads((tmp_path / "r.json").read_text())
+    assert huge in {k["kernel"]["name"] for k in saved["kernels"]}
+    for argv in (("occupancy", cache), ("diff", cache, cache, "--no-cache")):
+        rc, stdout, stderr = _run(capsys, *argv)
+        assert rc == 0 and len(stdout) < 20_000 and "\x1b]" not in stdout, (argv, len(stdout))
+    report = scan(str(cache), index=False, jobs=1)
+    assert max(len(kernel_node_name(r)) for r in report.kernels) < 1_000

@@ -13,7 +13,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from irscope.diff import DiffReport, PairDiff
 from irscope.render.diff import pair_details
-from irscope.render.safe import printable
+from irscope.render.safe import printable, printable_name
 
 COLUMNS = ("kernel", "arch", "VGPR/regs", "LDS/smem B", "occupancy", "instrs", "findings +/-", "verdict")
 
@@ -75,7 +75,7 @@ class DiffScreen(Screen):
             fixed = sum(f.status == "fixed" for f in p.findings)
             occupancy = next((c.name for c in p.changes if c.group == "occupancy"), "")
             findings = Text(f"+{introduced} -{fixed}", style="bold red" if introduced else ("green" if fixed else ""))
-            table.add_row(Text(printable(p.label.split()[0])), Text(printable(p.arch)),
+            table.add_row(Text(printable_name(p.label.split()[0])), Text(printable_name(p.arch)),
                           _pair(p, "VGPRs", "registers"), _pair(p, "LDS/shared bytes"), _pair(p, occupancy),
                           _pair(p, "instructions"), findings, _verdict(p), key=str(i))
 

@@ -20,7 +20,7 @@ from textual.widgets.option_list import Option
 from irscope.line_map import LineMap, line_map
 from irscope.model import KernelReport, Problem
 from irscope.parsers.errors import ArtifactError
-from irscope.render.safe import printable
+from irscope.render.safe import printable, shorten
 from irscope.tui.code_view import CodeView
 from irscope.tui.panels import LayoutPanel, OccupancyPanel
 from irscope.tui.passes_view import PassesPanel
@@ -51,7 +51,7 @@ class KernelScreen(Screen):
     def compose(self) -> ComposeResult:
         k = self.report.kernel
         arch = k.target.arch if k.target else "?"
-        yield Static(Text(printable(f"{k.name}  {arch}  {k.directory}")), id="title")
+        yield Static(Text(printable(f"{shorten(k.name)}  {shorten(arch)}  {k.directory}")), id="title")
         yield Input(placeholder="search this tab", id="search")
         with TabbedContent(id="tabs"):
             with TabPane("Findings", id="findings"):

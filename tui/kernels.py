@@ -17,7 +17,7 @@ from textual.widgets import Footer, Input, Static
 
 from irscope.model import KernelReport
 from irscope.render.console import COLUMNS, kernel_row, sort_key
-from irscope.render.safe import printable
+from irscope.render.safe import printable, shorten
 from irscope.render.table import Column
 from irscope.report import Report
 from irscope.tui.kernel_table import KernelTable
@@ -188,6 +188,7 @@ class KernelsScreen(Screen):
         from irscope.tui.kernel_view import KernelScreen
 
         if event.key in self.pending:
-            self.notify(printable(f"{self.by_key[event.key].kernel.name} is still being analyzed"), markup=False)
+            name = shorten(self.by_key[event.key].kernel.name)
+            self.notify(printable(f"{name} is still being analyzed"), markup=False)
             return
         self.app.push_screen(KernelScreen(self.by_key[event.key], self.source_dirs))

@@ -9,6 +9,7 @@ in the file. The dump is read once, in a worker thread, through the core (pass_t
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 
 from rich.style import Style
 from rich.text import Text
@@ -21,7 +22,7 @@ from textual.widgets.option_list import Option
 from irscope.model import KernelReport
 from irscope.parsers.errors import ArtifactError
 from irscope.pass_timeline import PassTimeline, dump_lines, pass_change
-from irscope.render.safe import printable
+from irscope.render.safe import printable, shorten
 from irscope.tui.code_view import CodeView
 
 DIFF_STYLES = {"+": Style(color="green"), "-": Style(color="red"), "@": Style(color="cyan")}
@@ -64,7 +65,7 @@ class PassesPanel(Horizontal):
     def __init__(self, report: KernelReport) -> None:
         super().__init__()
         self.timeline: PassTimeline = report.passes
-        self.lines: tuple[str, ...] | None = None
+        self.lines: Sequence[str] | None = None
 
     def compose(self) -> ComposeResult:
         t = self.timeline
@@ -75,8 +76,8 @@ class PassesPanel(Horizontal):
                                   id=str(p.index)))
         yield OptionList(*options, id="pass-list")
         with Vertical(id="pass-change"):
-            yield Static(Text(printable(f"{t.kernel or '?'}: {len(t.passes)} passes, {len(t.changed)} changed the "
-                                        f"IR; pick one to see what it changed")), id="pass-heading")
+            yield Static(Text(printable(f"{shorten(t.kernel or '?')}: {len(t.passes)} passes, {len(t.changed)} "
+                                        f"changed the IR; pick one to see what it changed")), id="pass-heading")
             yield CodeView("pass", "", id="view-pass")
 
     def on_mount(self) -> None:
@@ -91,7 +92,7 @@ class PassesPanel(Horizontal):
             return
         self.app.call_from_thread(self._dump_ready, lines)
 
-    def _dump_ready(self, lines: tuple[str, ...]) -> None:
+    def _dump_ready(self, lines: Sequence[str]) -> None:
         self.lines = lines
         listing = self.query_one("#pass-list", OptionList)
         first_change = next((i for i, p in enumerate(self.timeline.passes) if p.changed), 0)

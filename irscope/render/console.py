@@ -13,7 +13,7 @@ from rich.text import Text
 
 from irscope.model import AmdResources, Fact, KernelReport, NvidiaResources
 from irscope.render.occupancy import occupancy_cell, short_step
-from irscope.render.safe import printable
+from irscope.render.safe import printable, printable_name
 from irscope.render.table import Column, draw_table
 from irscope.report import Report
 
@@ -85,8 +85,8 @@ def kernel_row(r: KernelReport) -> list[str | Text]:
         Text("incomplete" if not k.complete else "warning", style="yellow") if warnings
         else Text("ok", style="green"))
     return [
-        printable(k.name), printable(k.target.arch) if k.target else "?",
-        printable(k.triton_version.value) if k.triton_version else "?",
+        printable_name(k.name), printable_name(k.target.arch) if k.target else "?",
+        printable_name(k.triton_version.value) if k.triton_version else "?",
         f"{_num(_v(opts.num_warps))}/{_num(_v(opts.num_stages))}", _num(_v(opts.shared)),
         regs, sgpr, spill, scratch, _instructions(r), occupancy_cell(r.occupancy),
         short_step(r.occupancy) if r.occupancy else "-", status,
@@ -102,7 +102,8 @@ def problem_lines(report: Report) -> list[Text]:
     for r in report.kernels:
         for p in r.problems:
             style = "red" if p.severity == "error" else "yellow"
-            lines.append(Text.assemble((f"{p.severity}: ", style), printable(f"{r.kernel.name}: {p}")))
+            lines.append(Text.assemble((f"{p.severity}: ", style), printable_name(r.kernel.name), ": ",
+                                       printable(str(p))))
     for p in report.problems:
         lines.append(Text.assemble((f"{p.severity}: ", "red" if p.severity == "error" else "yellow"),
                                    printable(str(p))))
@@ -124,8 +125,8 @@ def kernel_finding_lines(r: KernelReport, findings: Sequence[Finding]) -> list[T
     from irscope.findings import SEVERITIES
 
     arch = r.kernel.target.arch if r.kernel.target else "?"
-    lines = [Text.assemble((printable(r.kernel.name), "bold"), f"  {printable(arch)}  ",
-                           (printable(r.kernel.key), "dim"))]
+    lines = [Text.assemble((printable_name(r.kernel.name), "bold"), f"  {printable_name(arch)}  ",
+                           (printable_name(r.kernel.key), "dim"))]
     for f in sorted(findings, key=lambda f: (SEVERITIES.index(f.severity), f.code, f.line or 0)):
         style = {"error": "red", "warning": "yellow"}.get(f.severity, "cyan")
         lines.append(Text.assemble("  ", (f"{f.severity} {f.code}", style), f" {f.slug}  ", printable(f.where)))
@@ -150,7 +151,11 @@ def render(report: Report, console: Console) -> None:
     if report.skipped:
         parts.append(Text(f"\nSkipped {len(report.skipped)} path(s) that hold no kernel "
                           "(autotune results, launchers, files Triton is writing).", style="dim"))
-    text = Text("\n").join(parts)
+    print_text(Text("\n").join(parts), console)
+
+
+def print_text(text: Text, console: Console) -> None:
+    """Print one Text without wrapping (a terminal wraps a long path by itself)."""
     if console.color_system is None and not console.record:
         # No styles will be written (a pipe, a file, NO_COLOR): skip rich's segment
         # rendering, which is most of the time of a 1,000-kernel view.

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from irscope.diff import Change, DiffReport, PairDiff
-from irscope.render.safe import printable
+from irscope.render.safe import printable, printable_name
 
 STYLE = {"better": "green", "worse": "red", "changed": "yellow", "same": "dim"}
 
@@ -53,7 +53,8 @@ def summary_table(report: DiffReport) -> Table:
                    Text("improvement", style="green") if p.improvements else Text("same", style="dim"))
         versions = (p.after_version if p.before_version == p.after_version
                     else f"{p.before_version} -> {p.after_version}")
-        table.add_row(Text(printable(p.label.split()[0])), Text(printable(p.arch)), Text(printable(str(versions))),
+        table.add_row(Text(printable_name(p.label.split()[0])), Text(printable_name(p.arch)),
+                      Text(printable_name(str(versions))),
                       _pair_of(p, "VGPRs", "registers"), _pair_of(p, "LDS/shared bytes"),
                       _cell(next(c for c in p.changes if c.group == "occupancy")),
                       _pair_of(p, "instructions"), _width_cell(p, "global_load"), _width_cell(p, "global_store"),
@@ -62,8 +63,9 @@ def summary_table(report: DiffReport) -> Table:
 
 
 def pair_details(p: PairDiff, stage_lines: list[str] | None = None) -> list:
-    parts: list = [Text.assemble((printable(p.label), "bold"), "  ",
-                                 (f"{printable(p.before_key)} -> {printable(p.after_key)} (by {p.matched_by})", "dim"))]
+    parts: list = [Text.assemble((printable_name(p.label), "bold"), "  ",
+                                 (f"{printable_name(p.before_key)} -> {printable_name(p.after_key)} "
+                                  f"(by {p.matched_by})", "dim"))]
     for reason in p.regressions:
         parts.append(Text("  regression: " + printable(reason), style="red"))
     for reason in p.improvements:
@@ -112,7 +114,7 @@ def render(report: DiffReport, console: Console, stages: dict[str, list[str]] | 
     for side, keys in (("before", report.only_before), ("after", report.only_after)):
         if keys:
             parts.append(Text(f"\nOnly {side} ({len(keys)}, no partner; pair them with --pair A=B):", style="bold"))
-            parts.extend(Text("  " + printable(k)) for k in keys)
+            parts.extend(Text("  " + printable_name(k)) for k in keys)
     if report.regressed:
         parts.append(Text(f"\n{sum(bool(p.regressions) for p in report.pairs)} pair(s) regressed "
                           f"(checks: {', '.join(report.policy.checks)})", style="bold red"))

@@ -16,7 +16,7 @@ from irscope.findings import SEVERITIES
 from irscope.model import KernelReport
 from irscope.render.frames import kernel_record
 from irscope.render.occupancy import occupancy_cell
-from irscope.render.safe import printable
+from irscope.render.safe import printable, shorten
 from irscope.report import Report
 
 # CommonMark can escape any ASCII punctuation; these start emphasis, code, links, images, table
@@ -95,7 +95,7 @@ def scan_markdown(report: Report, top: int = TOP_FINDINGS, rows: int = TABLE_ROW
         o = worst.occupancy.occupancy
         same = sum(_occ_key(r) == o.fraction for r in with_occ) - 1
         out.append(f"- Worst occupancy ({escape(unit)}): {o.active}/{o.max_active} ({o.fraction:.0%}, limited by "
-                   f"{escape(', '.join(o.limiters))}) in {code(worst.kernel.name)} {code(o.arch)}"
+                   f"{escape(', '.join(o.limiters))}) in {code(shorten(worst.kernel.name))} {code(shorten(o.arch))}"
                    + (f" and {same} more" if same > 0 else ""))
     if findings:
         out += ["", "### Findings by rule", ""]
@@ -130,8 +130,9 @@ def scan_markdown(report: Report, top: int = TOP_FINDINGS, rows: int = TABLE_ROW
                                         rf[0].kernel.key, rf[1].line or 0))
         out += ["", f"### Top findings ({min(top, len(ranked))} of {len(ranked)})", ""]
         for i, (r, f) in enumerate(ranked[:top], 1):
-            out.append(f"{i}. **{escape(f.severity)} {escape(f.code)}** {code(f.slug)} in {code(r.kernel.name)} "
-                       f"{code(r.kernel.target.arch if r.kernel.target else '?')} at {code(_where(f))}: "
+            out.append(f"{i}. **{escape(f.severity)} {escape(f.code)}** {code(f.slug)} "
+                       f"in {code(shorten(r.kernel.name))} "
+                       f"{code(shorten(r.kernel.target.arch) if r.kernel.target else '?')} at {code(_where(f))}: "
                        f"{escape(f.message)}  ")
             out.append(f"   Fix: {escape(f.fix)}")
     return "\n".join(out) + "\n"

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from irscope.occupancy import KernelOccupancy
 from irscope.occupancy_result import UNBOUNDED
-from irscope.render.safe import printable
+from irscope.render.safe import NAME_LIMIT, printable, printable_name
 
 STEP_LABELS = {"vgprs": "VGPR", "sgprs": "SGPR", "lds": "LDS", "registers": "regs", "shared": "smem",
                "barriers": "barriers"}
@@ -49,7 +49,7 @@ def occupancy_table(title: str, occ: KernelOccupancy) -> Table:
     o = occ.occupancy
     group = "workgroup" if o.unit == "waves/SIMD" else "block"
     where = "CU" if o.unit == "waves/SIMD" else "SM"
-    table = Table(title=Text(printable(title)), title_justify="left", show_header=False, box=None,
+    table = Table(title=Text(printable_name(title, 3 * NAME_LIMIT)), title_justify="left", show_header=False, box=None,
                   padding=(0, 2, 0, 0))
     table.add_column(style="bold", no_wrap=True)
     table.add_column(overflow="fold")

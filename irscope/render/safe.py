@@ -34,3 +34,22 @@ def surrogates_escaped(text: str) -> str:
     """`text` with each lone surrogate written as a visible `\\udcff`: what any UTF-8 writer can
     write. Everything else is kept as it is (CSV keeps an artifact's text)."""
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+# Names (kernels, keys, archs, versions) come from a kernel's json: a hostile one may be megabytes.
+# Triton's longest (Inductor's fused kernels) are about 100 characters.
+NAME_LIMIT = 200
+
+
+def shorten(text: str, limit: int = NAME_LIMIT) -> str:
+    """`text`, or its first and last characters with how many were left out between them:
+    `triton_poi_fused_…[9,999,800 characters]…_3`. Saved reports (JSON, SARIF) keep the whole name."""
+    if len(text) <= limit:
+        return text
+    keep = limit // 2
+    return f"{text[:keep]}…[{len(text) - 2 * keep:,} characters]…{text[-keep:]}"
+
+
+def printable_name(text: str, limit: int = NAME_LIMIT) -> str:
+    """A name as a terminal shows it: shortened, then escaped (printable)."""
+    return printable(shorten(text, limit))
