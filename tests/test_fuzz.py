@@ -347,7 +347,6 @@ def test_gzip_bomb_is_decompressed_only_up_to_the_limit(tmp_path, monkeypatch):
     assert bomb.stat().st_size < 4 << 20  # the file itself is under the limit: decompression must stop
     tracemalloc.start()
     try:
-        started = time.perf_counter()
         # The zeros are NUL bytes: binary, rejected in the first chunk that holds one (issue 22 item 13);
         # a bomb of text is rejected at the limit (tests/test_resource_bounds.py).
         with pytest.raises(ArtifactError, match="contains NUL bytes") as err:
