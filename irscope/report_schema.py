@@ -20,7 +20,6 @@ import typing
 from pathlib import Path
 from typing import Any, Union
 
-from irscope.findings import SEVERITIES
 from irscope.line_ranges import LineRanges
 from irscope.model import STAGES, Fact
 from irscope.report import SCHEMA, SCHEMA_VERSION, Report
@@ -28,12 +27,10 @@ from irscope.serde import _hints, saved_fields
 
 _SCALARS = {str: {"type": "string"}, int: {"type": "integer"}, bool: {"type": "boolean"},
             float: {"type": "number"}}
-# What the type hints cannot say: the documented values of a few fields.
+# What the type hints cannot say: the documented values of a few fields (a Literal hint says its own).
 _OVERRIDES: dict[tuple[str, str], dict] = {
     ("Report", "schema"): {"const": SCHEMA},
     ("Report", "schema_version"): {"const": SCHEMA_VERSION},
-    ("Finding", "severity"): {"enum": list(SEVERITIES)},
-    ("Problem", "severity"): {"enum": ["error", "warning"]},
     ("Artifact", "stage"): {"enum": list(STAGES)},
     ("Kernel", "layout"): {"enum": ["triton-cache", "kernel-dump", "file"]},
     ("Target", "backend"): {"enum": ["hip", "cuda"]},
@@ -95,6 +92,8 @@ class _Builder:
             return {"type": "string", "pattern": r"^(\d+(-\d+)?(,\d+(-\d+)?)*)?$",
                     "description": "artifact lines as ranges, \"14-18,1901\""}
         origin = typing.get_origin(tp)
+        if origin is typing.Literal:  # a closed set of names (a severity), checked when a report is read
+            return {"type": "string", "enum": list(typing.get_args(tp))}
         if origin in (Union, types.UnionType):
             args = typing.get_args(tp)
             members = [a for a in args if a is not type(None)]
