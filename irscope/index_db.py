@@ -68,6 +68,11 @@ def _expected_schema() -> frozenset[tuple]:
 _EXPECTED = _expected_schema()
 
 
+def _now() -> int:
+    """When an entry was stored or last read (nanoseconds): what least recently used means."""
+    return time.time_ns()
+
+
 class ForeignSchema(Exception):
     """The file is a database, but not one irscope made (or one someone added to)."""
 
@@ -261,7 +266,7 @@ class IndexDatabase:
             return
         try:
             conn.execute("INSERT OR REPLACE INTO entries (key, used, checksum, payload) VALUES (?, ?, ?, ?)",
-                         (key, time.time_ns(), checksum(payload), payload))
+                         (key, _now(), checksum(payload), payload))
             self.stored += 1
         except sqlite3.DatabaseError as e:
             self._failed(e)
@@ -275,7 +280,7 @@ class IndexDatabase:
             return
         try:
             if self._writable and self._used:
-                now = time.time_ns()
+                now = _now()
                 with _transaction(conn):
                     conn.executemany("UPDATE entries SET used = ? WHERE key = ?", [(now, k) for k in self._used])
             if self._writable:
@@ -300,20 +305,19 @@ class _transaction:
 
 def evict(conn: sqlite3.Connection, max_size: int) -> int:
     """Delete the least recently used entries while the database's pages in use exceed
-    `max_size`, down to 90% of it (so that not every run evicts); how many were deleted."""
-    excess = _bytes_in_use(conn) - max_size
-    if excess <= 0:
-        return 0
-    excess += max_size // 10
-    victims, freed = [], 0
-    for key, size in conn.execute("SELECT key, length(payload) FROM entries ORDER BY used, key"):
-        victims.append((key,))
-        freed += (size or 0) + len(key) + 32
-        if freed >= excess:
-            break
-    with _transaction(conn):
-        conn.executemany("DELETE FROM entries WHERE key = ?", victims)
-    return len(victims)
+    `max_size`, down to 90% of it (so that not every run evicts); how many were deleted. Each
+    round deletes as many entries as the pages in use per entry say, then measures again."""
+    deleted, target = 0, max_size - max_size // 10
+    while True:
+        in_use = _bytes_in_use(conn)
+        count = conn.execute("SELECT count(*) FROM entries").fetchone()[0]
+        if in_use <= (max_size if deleted == 0 else target) or count == 0:
+            return deleted
+        batch = max(1, (in_use - target) * count // in_use)
+        victims = conn.execute("SELECT key FROM entries ORDER BY used, key LIMIT ?", (batch,)).fetchall()
+        with _transaction(conn):
+            conn.executemany("DELETE FROM entries WHERE key = ?", victims)
+        deleted += len(victims)
 
 
 def _bytes_in_use(conn: sqlite3.Connection) -> int:
