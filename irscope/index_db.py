@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import stat
 import time
 import zlib
 from pathlib import Path
@@ -41,6 +42,7 @@ ENV_MAX_SIZE = "IRSCOPE_INDEX_MAX_SIZE"
 DEFAULT_MAX_SIZE = 256 << 20
 # No entry is read past this, stored or decompressed (the largest real report is ~2 MB of JSON).
 MAX_ENTRY = 64 << 20
+KEEP_READ = 64 << 20
 BUSY_SECONDS = 2.0
 
 _SCHEMA = (
@@ -48,10 +50,16 @@ _SCHEMA = (
     "checksum BLOB NOT NULL, payload BLOB NOT NULL) WITHOUT ROWID",
     "CREATE INDEX IF NOT EXISTS entries_by_use ON entries (used)",
 )
-# sqlite's error codes that mean the file is not a sound database (SQLITE_CORRUPT, SQLITE_NOTADB),
-# and those that mean another scan holds it (SQLITE_BUSY, SQLITE_LOCKED)
+# sqlite's primary error codes that mean the file is not a sound database (SQLITE_CORRUPT,
+# SQLITE_NOTADB), and those that mean another scan holds it (SQLITE_BUSY, SQLITE_LOCKED)
 _DAMAGED = {11, 26}
 _LOCKED = {5, 6}
+
+
+def _primary_code(error: Exception) -> int | None:
+    """sqlite's primary error code (an extended one such as SQLITE_CORRUPT_INDEX, 779, is 11 | 3 << 8)."""
+    code = getattr(error, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
 
 
 def _expected_schema() -> frozenset[tuple]:
@@ -129,9 +137,13 @@ def checksum(payload: bytes) -> bytes:
 def _connect(path: Path, read_only: bool = False) -> sqlite3.Connection:
     """Open `path` hardened for a hostile file and check its schema (creating it when empty);
     raises sqlite3.DatabaseError or ForeignSchema."""
-    uri = f"file:{quote(os.fsencode(path))}?nofollow=1" + ("&mode=ro" if read_only else "")
+    identity = _regular_files(path)
+    uri = f"file:{quote(os.fsencode(path))}" + ("?mode=ro" if read_only else "")
     conn = sqlite3.connect(uri, uri=True, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False)
     try:
+        now = _regular_files(path)  # a file made by this open, or the one checked before it
+        if identity is not None and now != identity:
+            raise ForeignSchema(f"{path} was replaced while it was opened")
         conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_ENTRY + (1 << 20))
         conn.execute("PRAGMA trusted_schema=OFF")
         conn.execute("PRAGMA cell_size_check=ON")
@@ -153,6 +165,26 @@ def _connect(path: Path, read_only: bool = False) -> sqlite3.Connection:
         raise
 
 
+def _regular_files(path: Path) -> tuple[int, int] | None:
+    """The database's (device, inode), None while there is none. sqlite follows links: a link
+    planted as the database is refused (ForeignSchema, so it is set aside), and one planted as
+    its -wal, -shm or -journal file (which sqlite would write through) is removed."""
+    for suffix in ("-wal", "-shm", "-journal"):
+        companion = f"{path}{suffix}"
+        try:
+            if not stat.S_ISREG(os.lstat(companion).st_mode):
+                os.unlink(companion)
+        except OSError:
+            pass  # none (or a directory, which sqlite fails on: DatabaseError)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        raise ForeignSchema(f"{path} is not a regular file (a link, a directory, ...)")
+    return st.st_dev, st.st_ino
+
+
 class IndexDatabase:
     """The entries of one index directory. Opened on first use; every failure is a miss or an
     entry not stored, never an exception out of here."""
@@ -167,7 +199,10 @@ class IndexDatabase:
         self._unusable = False  # no database this run (a directory that cannot be written, ...)
         self._writable = True  # cleared when another scan held the lock too long, or the disk is full
         self._recovered = False
-        self._used: list[str] = []  # keys read this run: their `used` is brought up to date on close
+        # Entries read this run, by key: their `used` is brought up to date on close, and should the
+        # file turn out damaged, they go into the fresh one (the payload, up to KEEP_READ bytes in all).
+        self._read: dict[str, tuple[bytes, bytes] | None] = {}
+        self._kept = 0
         self.stored = 0
 
     def _connection(self) -> sqlite3.Connection | None:
@@ -183,7 +218,7 @@ class IndexDatabase:
                 self._conn = _connect(self.path)
                 return self._conn
             except (sqlite3.DatabaseError, ForeignSchema) as e:
-                if attempt == 0 and getattr(e, "sqlite_errorcode", None) not in _LOCKED and self._set_aside(e):
+                if attempt == 0 and _primary_code(e) not in _LOCKED and self._set_aside(e):
                     continue
                 self._unusable = True
                 return None
@@ -209,16 +244,31 @@ class IndexDatabase:
     def _failed(self, error: sqlite3.DatabaseError) -> None:
         """A statement failed: a damaged file is set aside once and a fresh one started; a lock held
         by another scan past the timeout, a full disk or a read-only directory stop the storing."""
-        code = getattr(error, "sqlite_errorcode", None)
+        code = _primary_code(error)
         if code in _DAMAGED and not self._recovered:
             self._recovered = True
             self._drop()
-            if self._set_aside(error):
+            if self._set_aside(error) and self._restore():
                 return
         if code in _DAMAGED:
             self._drop()
             self._unusable = True
         self._writable = False
+
+    def _restore(self) -> bool:
+        """Into the fresh file, what this run read from the damaged one."""
+        conn = self._connection()
+        if conn is None:
+            return False
+        now = _now()
+        try:
+            with _transaction(conn):
+                conn.executemany("INSERT OR REPLACE INTO entries (key, used, checksum, payload) VALUES (?, ?, ?, ?)",
+                                 [(key, now, *entry) for key, entry in self._read.items() if entry])
+        except sqlite3.DatabaseError:
+            return False
+        self._read.clear()  # their times are now
+        return True
 
     def _drop(self) -> None:
         if self._conn is not None:
@@ -251,7 +301,9 @@ class IndexDatabase:
             found = decode_entry(row[1])
         except Exception:  # noqa: BLE001 - whatever a damaged entry raises, it is a miss
             return None
-        self._used.append(key)
+        keep = self._kept + len(row[1]) <= KEEP_READ
+        self._kept += len(row[1]) if keep else 0
+        self._read[key] = (row[0], row[1]) if keep else None
         return found
 
     def put(self, key: str, young: Sequence[str], digest: str | None, report: KernelReport) -> None:
@@ -275,20 +327,19 @@ class IndexDatabase:
 
     def close(self) -> None:
         """Bring the used entries' times up to date, evict beyond the cap, let go of the file."""
-        conn = self._conn
-        if conn is None:
-            return
         try:
-            if self._writable and self._used:
+            if self._conn is not None and self._writable and self._read:
                 now = _now()
-                with _transaction(conn):
-                    conn.executemany("UPDATE entries SET used = ? WHERE key = ?", [(now, k) for k in self._used])
-            if self._writable:
-                evict(conn, self.max_size)
-        except sqlite3.DatabaseError:
-            pass  # another scan holds the lock: the times and the cap wait for the next run
+                with _transaction(self._conn):
+                    self._conn.executemany("UPDATE entries SET used = ? WHERE key = ?",
+                                           [(now, key) for key in self._read])
+            if self._conn is not None and self._writable:
+                evict(self._conn, self.max_size)
+        except sqlite3.DatabaseError as e:
+            self._failed(e)  # locked: the times and the cap wait for the next run; damaged: set aside
         finally:
-            self._used.clear()
+            self._read.clear()
+            self._kept = 0
             self._drop()
 
 

@@ -319,3 +319,20 @@ def test_two_scans_writing_one_index_at_once_both_succeed(cache, home, tmp_path)
     kernels = [json.loads((tmp_path / f"{n}.json").read_text())["kernels"] for n in range(3)]
     assert kernels[0] == kernels[1] == kernels[2] and len(kernels[0]) == len(KERNELS)
     assert len(entries(home)) == len(KERNELS)
+
+
+def test_a_link_in_place_of_the_database_is_set_aside_and_its_target_untouched(cache, home, tmp_path, capsys):
+    """A link planted where the database lives must not make irscope write through it."""
+    clean = scan_json(capsys, cache, "--no-cache")
+    victim = tmp_path / "victim.sqlite3"
+    with sqlite3.connect(victim) as db:  # a database of someone else's, with irscope's very schema
+        for statement in index_db._SCHEMA:
+            db.execute(statement)
+    db.close()
+    before = victim.read_bytes()
+    (home / "index").mkdir(parents=True)
+    (home / "index" / index_db.DATABASE).symlink_to(victim)
+    assert scan_json(capsys, cache) == clean
+    assert victim.read_bytes() == before
+    assert not (home / "index" / index_db.DATABASE).is_symlink()
+    assert len(entries(home)) == len(KERNELS)
