@@ -8,8 +8,8 @@ mutation, and runs `irscope scan COPY --json FILE -j 1` twice in this process:
 
 - damage (bits flipped, a page zeroed or filled with garbage, a page copied over another, the file
   cut or grown, a payload's bit flipped, a schema object added): both scans must exit 0 with the
-  reference's kernels (the damaged entries analyzed again), and the second must analyze nothing
-  that the first stored;
+  reference's kernels (the damaged entries analyzed again); a second scan that analyzes kernels
+  again (damage the first did not repair) is a note, not a failure;
 - forgery (an entry's JSON changed and its checksum recomputed, payloads swapped between keys):
   the checksum cannot tell, so the results may differ; both scans must still exit 0.
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import json
 import os
 import random
@@ -50,6 +51,8 @@ def run(args) -> int:
     started = time.monotonic()
     deadline = started + args.minutes * 60 if args.minutes else None
     kinds = [k for k in (args.kind or KINDS) if k in KINDS and k not in args.skip]
+    # Entries' times from a counter, not the clock: the clean index, and so each case, is the same every run.
+    index_db._now = itertools.count(1_700_000_000 * 10**9, 10**6).__next__
     with tempfile.TemporaryDirectory(prefix="irscope-fuzz-index-") as work:
         work = Path(work)
         cache = work / "cache"
@@ -63,7 +66,7 @@ def run(args) -> int:
         _, code = scan(cache, work / "clean.json", clean)
         assert code == 0 and (clean / "index" / index_db.DATABASE).is_file()
         outcomes: dict[str, Counter] = defaultdict(Counter)
-        failures = []
+        failures, notes = [], []
         for n in range(args.index):
             if deadline and time.monotonic() > deadline:
                 break
@@ -74,7 +77,10 @@ def run(args) -> int:
             mutate(home / "index" / index_db.DATABASE, kind, random.Random(seed))
             problem, how = check(cache, home, kind, reference, work / "out.json")
             outcomes[kind][how] += 1
-            if problem:
+            if problem and how == "unstored":
+                notes.append(f"note index: seed={seed} kind={kind}: {problem}")
+                print(notes[-1], flush=True)
+            elif problem:
                 failures.append(f"FAIL index: seed={seed} kind={kind}: {problem}")
                 print(failures[-1], flush=True)
             shutil.rmtree(home)
@@ -82,7 +88,7 @@ def run(args) -> int:
     print(f"\nindex level: {total} cases in {time.monotonic() - started:.0f} s (seed {args.seed})")
     for kind in kinds:
         print(f"  {kind:14} " + ", ".join(f"{how} {count}" for how, count in sorted(outcomes[kind].items())))
-    print(f"failures: {len(failures)}")
+    print(f"failures: {len(failures)}; notes (right results, but damage the next scan still pays for): {len(notes)}")
     return 1 if failures else 0
 
 

@@ -199,8 +199,8 @@ class IndexDatabase:
         self._unusable = False  # no database this run (a directory that cannot be written, ...)
         self._writable = True  # cleared when another scan held the lock too long, or the disk is full
         self._recovered = False
-        # Entries read this run, by key: their `used` is brought up to date on close, and should the
-        # file turn out damaged, they go into the fresh one (the payload, up to KEEP_READ bytes in all).
+        # Entries read or stored this run, by key: their `used` is brought up to date on close, and should
+        # the file turn out damaged, they go into the fresh one (the payload, up to KEEP_READ bytes in all).
         self._read: dict[str, tuple[bytes, bytes] | None] = {}
         self._kept = 0
         self.stored = 0
@@ -256,7 +256,7 @@ class IndexDatabase:
         self._writable = False
 
     def _restore(self) -> bool:
-        """Into the fresh file, what this run read from the damaged one."""
+        """Into the fresh file, what this run read from the damaged one or stored in it."""
         conn = self._connection()
         if conn is None:
             return False
@@ -301,10 +301,13 @@ class IndexDatabase:
             found = decode_entry(row[1])
         except Exception:  # noqa: BLE001 - whatever a damaged entry raises, it is a miss
             return None
-        keep = self._kept + len(row[1]) <= KEEP_READ
-        self._kept += len(row[1]) if keep else 0
-        self._read[key] = (row[0], row[1]) if keep else None
+        self._keep(key, row[0], row[1])
         return found
+
+    def _keep(self, key: str, checksum: bytes, payload: bytes) -> None:
+        keep = self._kept + len(payload) <= KEEP_READ
+        self._kept += len(payload) if keep else 0
+        self._read[key] = (checksum, payload) if keep else None
 
     def put(self, key: str, young: Sequence[str], digest: str | None, report: KernelReport) -> None:
         if not self._writable:
@@ -320,6 +323,7 @@ class IndexDatabase:
             conn.execute("INSERT OR REPLACE INTO entries (key, used, checksum, payload) VALUES (?, ?, ?, ?)",
                          (key, _now(), checksum(payload), payload))
             self.stored += 1
+            self._keep(key, checksum(payload), payload)
         except sqlite3.DatabaseError as e:
             self._failed(e)
             if self._conn is not None and self._writable:

@@ -115,6 +115,7 @@ class ResultIndex:
         self.salt = salt
         self.hits = self.misses = 0
         self._young: dict[str, tuple[str, ...]] = {}  # key -> its artifacts that were young when keyed
+        self._artifacts: dict[str, frozenset[str]] = {}  # key -> its kernel's artifacts' paths
         self.db = IndexDatabase(self.directory, max_size, say)
 
     def key(self, kernel: Kernel, extra: str = "") -> str | None:
@@ -135,6 +136,7 @@ class ResultIndex:
                 young.append(artifact.path)
         key = h.hexdigest()
         self._young[key] = tuple(young)
+        self._artifacts[key] = frozenset(a.path for a in kernel.artifacts)
         return key
 
     @staticmethod
@@ -144,7 +146,7 @@ class ResultIndex:
         for path in paths:
             try:
                 h.update(read_limited(path))
-            except (OSError, ArtifactError):
+            except (OSError, ArtifactError, ValueError):  # ValueError: a NUL or lone surrogate in a path
                 return None
             h.update(b"\0")
         return h.hexdigest()
@@ -161,6 +163,9 @@ class ResultIndex:
             self.misses += 1
             return None
         young, digest, report = found
+        if not self._artifacts.get(key, frozenset()).issuperset(young):
+            self.misses += 1  # an entry may only name its own kernel's artifacts to be read again
+            return None
         if young and self._digest(young) != digest:
             self.misses += 1  # stored while an artifact was young, and its bytes changed since
             return None

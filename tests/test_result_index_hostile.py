@@ -336,3 +336,23 @@ def test_a_link_in_place_of_the_database_is_set_aside_and_its_target_untouched(c
     assert victim.read_bytes() == before
     assert not (home / "index" / index_db.DATABASE).is_symlink()
     assert len(entries(home)) == len(KERNELS)
+
+
+def test_a_forged_entry_cannot_make_irscope_read_another_file(cache, home, tmp_path, capsys, monkeypatch):
+    """An entry names the young artifacts whose bytes are checked again: a forged one naming a file
+    outside its kernel (a secret, a FIFO that would hang the read, a lone surrogate) is a miss."""
+    clean = scan_json(capsys, cache, "--no-cache")
+    scan_json(capsys, cache)
+    secret = tmp_path / "secret"
+    secret.write_text("token")
+    forged = {}
+    for n, (key, payload) in enumerate(entries(home).items()):
+        data = json.loads(zlib.decompress(payload[1:]))
+        data["young"] = [[str(secret)], ["\ud800"], ["a\0b"]][n % 3]
+        forged[key] = _packed(json.dumps(data).encode())
+    store(home, forged)
+    read = []
+    real = result_index.read_limited
+    monkeypatch.setattr(result_index, "read_limited", lambda path, *a, **kw: read.append(path) or real(path, *a, **kw))
+    assert scan_json(capsys, cache) == clean
+    assert str(secret) not in read and all(Path(p).is_relative_to(cache) for p in read)
