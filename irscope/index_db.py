@@ -199,9 +199,10 @@ class IndexDatabase:
         self._unusable = False  # no database this run (a directory that cannot be written, ...)
         self._writable = True  # cleared when another scan held the lock too long, or the disk is full
         self._recovered = False
-        # Entries read or stored this run, by key: their `used` is brought up to date on close, and should
-        # the file turn out damaged, they go into the fresh one (the payload, up to KEEP_READ bytes in all).
-        self._read: dict[str, tuple[bytes, bytes] | None] = {}
+        self._read: list[str] = []  # keys read this run: their `used` is brought up to date on close
+        # Entries read or stored this run: should the file turn out damaged, they go into the fresh one
+        # (up to KEEP_READ bytes in all).
+        self._held: dict[str, tuple[bytes, bytes]] = {}
         self._kept = 0
         self.stored = 0
 
@@ -264,7 +265,7 @@ class IndexDatabase:
         try:
             with _transaction(conn):
                 conn.executemany("INSERT OR REPLACE INTO entries (key, used, checksum, payload) VALUES (?, ?, ?, ?)",
-                                 [(key, now, *entry) for key, entry in self._read.items() if entry])
+                                 [(key, now, *entry) for key, entry in self._held.items()])
         except sqlite3.DatabaseError:
             return False
         self._read.clear()  # their times are now
@@ -301,13 +302,14 @@ class IndexDatabase:
             found = decode_entry(row[1])
         except Exception:  # noqa: BLE001 - whatever a damaged entry raises, it is a miss
             return None
+        self._read.append(key)
         self._keep(key, row[0], row[1])
         return found
 
     def _keep(self, key: str, checksum: bytes, payload: bytes) -> None:
-        keep = self._kept + len(payload) <= KEEP_READ
-        self._kept += len(payload) if keep else 0
-        self._read[key] = (checksum, payload) if keep else None
+        if self._kept + len(payload) <= KEEP_READ:
+            self._kept += len(payload)
+            self._held[key] = (checksum, payload)
 
     def put(self, key: str, young: Sequence[str], digest: str | None, report: KernelReport) -> None:
         if not self._writable:
@@ -343,6 +345,7 @@ class IndexDatabase:
             self._failed(e)  # locked: the times and the cap wait for the next run; damaged: set aside
         finally:
             self._read.clear()
+            self._held.clear()
             self._kept = 0
             self._drop()
 
