@@ -150,12 +150,6 @@ def _dataclass_decoder(tp: Any, base: type) -> Callable[[Any], Any]:
             for name, read in fields.others:
                 if name in kwargs:
                     kwargs[name] = read(kwargs[name])
-            if fields.direct and len(kwargs) == len(fields.names):
-                # Every field given, and __init__ would only assign them: fill the instance's dict,
-                # as unpickling does (a third of the time of calling a frozen dataclass's __init__).
-                made = object.__new__(base)
-                made.__dict__.update(kwargs)
-                return made
             return base(**kwargs)
         return base(**{name: read(data[name]) for name, read in fields.every if name in data})
 
@@ -181,9 +175,6 @@ class _Plan:
         getter = operator.itemgetter(*plain) if plain else (lambda data: ())
         self.plain_values = (lambda data: (getter(data),)) if len(plain) == 1 else getter
         self.others = [(name, read) for name, read in self.every if name not in plain]
-        params_ = getattr(base, "__dataclass_params__", None)
-        self.direct = (params_ is not None and params_.init and not hasattr(base, "__post_init__")
-                       and not hasattr(base, "__slots__") and all(f.init for f in dataclasses.fields(base)))
 
 
 def _plain_types(tp: Any) -> frozenset[type] | None:
