@@ -2,6 +2,7 @@
 
     nice -n 10 python bench/fuzz.py --cases 5000 --seed 1 [--minutes N] [--pipeline N] [--reports N]
     python bench/fuzz.py --replay SEED KIND FILE [--parser NAME]     # one case again
+    nice -n 10 python bench/fuzz.py --index 500 --seed 1 [--minutes N] [--kind K]  # the result index
 
 Parser level: every parser entry point gets cases in turn; each returns or raises ArtifactError
 naming its file and a line of it (tests/fuzzing.py `check`). Pipeline level (--pipeline N):
@@ -41,7 +42,13 @@ def main() -> int:
     ap.add_argument("--replay", nargs=3, metavar=("SEED", "KIND", "FILE"), help="run one case again")
     ap.add_argument("--probe", type=int, metavar="FILES", help="instead: every line shape x character run x "
                     "token start of FILES files per parser (backtracking regexes; slow cases are failures)")
+    ap.add_argument("--index", type=int, metavar="CASES", help="instead: CASES damaged or forged result indexes "
+                    "of a small cache copy, each scanned twice (bench/fuzz_index.py)")
     args = ap.parse_args()
+    if args.index:
+        import fuzz_index
+
+        return fuzz_index.run(args)
     parsers = fuzzing.PARSERS()
     if args.replay:
         return replay(parsers, args)

@@ -64,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
 
     return build_parser({"scan": _cmd_scan, "diff": _cmd_diff, "tui": _cmd_tui, "baseline": _cmd_baseline,
                          "passes": _cmd_passes, "rules": _cmd_rules, "explain": _cmd_explain,
-                         "occupancy": _cmd_occupancy, "runs": _cmd_runs})
+                         "occupancy": _cmd_occupancy, "runs": _cmd_runs, "cache": _cmd_cache})
 
 
 def _selection(args: argparse.Namespace):
@@ -607,6 +607,28 @@ def _cmd_runs(args: argparse.Namespace) -> int:
     for run_id in unknown:
         _error(f"no kept run {run_id} (or more than one starts so)")
     return EXIT_USAGE if unknown else EXIT_OK
+
+
+def _cmd_cache(args: argparse.Namespace) -> int:
+    from irscope.index_db import ENV_MAX_SIZE, clear_index, index_info
+    from irscope.parsers.limits import format_size
+    from irscope.render.safe import printable
+    from irscope.result_index import default_index_dir
+
+    directory = default_index_dir()
+    if args.action == "clear":
+        files, size = clear_index(directory)
+        print(f"irscope: removed {files} files ({format_size(size)}) of the result index in "
+              f"{printable(str(directory))}", file=sys.stderr)
+        return EXIT_OK
+    info = index_info(directory)
+    entries = info["problem"] if info["entries"] is None else f"{info['entries']:,}"
+    print(f"result index  {printable(info['database'])}\nentries       {entries}\n"
+          f"size          {format_size(info['size'])} (at most {format_size(info['max_size'])}: {ENV_MAX_SIZE})")
+    if info["old_entries"]:
+        print(f"old entries   {info['old_entries']:,} pickles of an older irscope, never read "
+              "(`irscope cache clear` removes them)")
+    return EXIT_OK
 
 
 def _console():

@@ -154,6 +154,15 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     runs.add_argument("ids", nargs="*", metavar="ID", help="rm: the runs to remove (an id or a unique prefix)")
     runs.add_argument("--all", action="store_true", help="rm: remove every kept run")
     runs.set_defaults(func=commands["runs"])
+
+    cache = sub.add_parser(
+        "cache", help="where the result index is and how large, or empty it",
+        description="The result index keeps each kernel's results so that a re-scan of an unchanged cache reads "
+                    "them ($IRSCOPE_CACHE_DIR, else $XDG_CACHE_HOME/irscope, else ~/.cache/irscope, in index/). "
+                    "Entries used least recently are evicted beyond $IRSCOPE_INDEX_MAX_SIZE (default 256M). "
+                    "`info` (the default) says where it is, its entries and size; `clear` removes it.")
+    cache.add_argument("action", nargs="?", choices=("info", "clear"), default="info")
+    cache.set_defaults(func=commands["cache"])
     return parser
 
 

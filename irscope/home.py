@@ -1,6 +1,7 @@
 """Where irscope keeps its own data: `$IRSCOPE_CACHE_DIR`, else `$XDG_CACHE_HOME/irscope`, else
-`~/.cache/irscope`. The result index (`index/`) and kept script runs (`runs/`) live there, never
-in a tree irscope scans or a cache Triton writes."""
+`~/.cache/irscope`. The result index (`index/`, at most `$IRSCOPE_INDEX_MAX_SIZE`, default 256 MiB:
+irscope/index_db.py) and kept script runs (`runs/`) live there, never in a tree irscope scans or a
+cache Triton writes."""
 
 from __future__ import annotations
 

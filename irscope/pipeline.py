@@ -75,7 +75,8 @@ class ScanRun:
                 _say(refused)
             else:
                 self.store = ResultIndex(directory, salt_for(self.selection.rules(),
-                                                             f"sass={sass}|limits={limits_key()}"))
+                                                             f"sass={sass}|limits={limits_key()}"),
+                                         say=_say)
         self.keys: dict[int, str | None] = {}
         self._held: list[int] = []  # positions whose result the index should hold
         todo: list[int] = []
@@ -106,10 +107,14 @@ class ScanRun:
             if self.store is not None and i in self.keys:
                 self.store.put(self.keys[i], result)
             yield i, result
+        if self.store is not None:
+            self.store.close()  # every result is in: note the entries used, evict beyond the cap
 
     def close(self) -> None:
         """Stop the workers (a viewer closed before every result came)."""
         self._analyses.close()
+        if self.store is not None:
+            self.store.close()
 
     def report(self) -> Report:
         with paused_gc():

@@ -2,7 +2,8 @@
 
 Each kernel's KernelReport is stored under a key made of the identity of every artifact it
 was computed from, the kernel's directory as scanned, and a salt that changes with irscope's
-version, the rules (their selection and their source) and the scan's options.
+version, its code (the model, parsers, renderers and rules, helpers included), the rules
+selected and the scan's options.
 
 An artifact's identity is what `stat` says of it — size, inode, mtime and ctime in
 nanoseconds — the way git's index and make decide a file is unchanged: reading and hashing
@@ -14,13 +15,13 @@ trusted on its timestamps alone: an entry stored while an artifact was younger t
 RACY_SECONDS also holds a digest of that artifact's bytes, checked again when it is read (git's
 "racily clean" entries). The key itself is the stat identity alone: had the young bytes gone
 into the key, a re-scan two seconds later, the same files no longer young, looked for another
-key and analyzed everything again. The index
-lives in irscope's own cache directory — `$IRSCOPE_CACHE_DIR`, else
-`$XDG_CACHE_HOME/irscope`, else `~/.cache/irscope` — never in the scanned tree: when that
-directory lies under a scanned path (`irscope scan ~`) or holds one, the run uses no index
-(`refusal` says why). Entries are
-pickles of irscope's own frozen dataclasses, written atomically; one that cannot be read is
-ignored and rewritten.
+key and analyzed everything again.
+
+The index lives in irscope's own cache directory — `$IRSCOPE_CACHE_DIR`, else
+`$XDG_CACHE_HOME/irscope`, else `~/.cache/irscope`, in `index/` — never in the scanned tree:
+when that directory lies under a scanned path (`irscope scan ~`) or holds one, the run uses no
+index (`refusal` says why). Its entries are kept by irscope/index_db.py: one sqlite database,
+each report as checksummed JSON, treated as untrusted input (a shared or restored CI cache).
 """
 
 from __future__ import annotations
@@ -28,13 +29,12 @@ from __future__ import annotations
 import hashlib
 import inspect
 import os
-import pickle
-import tempfile
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from irscope import __version__
+from irscope.index_db import IndexDatabase, clear_index, index_info  # noqa: F401  (the CLI's cache command)
 from irscope.model import Kernel, KernelReport
 from irscope.parsers.errors import ArtifactError
 from irscope.artifact_reader import read_file
@@ -67,31 +67,37 @@ def salt_for(rules: Sequence[type], options: str = "") -> str:
     h = hashlib.blake2b(digest_size=16)
     h.update(f"{__version__}|{options}".encode())
     # irscope's own code, by its files' sizes and times: a development install changes the
-    # model and the parsers without a new version number.
-    for package in _own_packages():
-        for source in sorted(Path(package).glob("*.py")):
-            try:
-                stat = source.stat()
-            except OSError:
-                continue
-            h.update(f"|{source.name}|{stat.st_size}|{stat.st_mtime_ns}".encode())
+    # model, the parsers and a rule's helpers without a new version number.
+    for source in salted_sources():
+        try:
+            stat = os.stat(source)
+        except OSError:
+            continue
+        h.update(_utf8(f"|{source}|{stat.st_size}|{stat.st_mtime_ns}"))
+    # A rule from outside irscope (a plugin) by its own file.
     for rule in rules:
         h.update(f"|{rule.code}|{rule.__module__}.{rule.__qualname__}".encode())
         try:
-            source = Path(inspect.getsourcefile(rule) or "")
-            stat = source.stat()
+            stat = Path(inspect.getsourcefile(rule) or "").stat()
             h.update(f"|{stat.st_size}|{stat.st_mtime_ns}".encode())
         except (OSError, TypeError):
             h.update(b"|?")
     return h.hexdigest()
 
 
-def _own_packages() -> list[str]:
+def salted_sources() -> list[str]:
+    """Every file of irscope's code that can change a result: each .py (and the MLIR grammar) of
+    irscope, irscope.parsers, irscope.render and irscope.rules. The TUI only shows results."""
     import irscope
     import irscope.parsers
     import irscope.render
+    import irscope.rules
 
-    return [p for package in (irscope, irscope.parsers, irscope.render) for p in package.__path__]
+    found = []
+    for package in (irscope, irscope.parsers, irscope.render, irscope.rules):
+        for directory in package.__path__:
+            found += sorted(str(p) for pattern in ("*.py", "*.lark") for p in Path(directory).glob(pattern))
+    return found
 
 
 def _utf8(text: str) -> bytes:
@@ -101,11 +107,16 @@ def _utf8(text: str) -> bytes:
 
 
 class ResultIndex:
-    def __init__(self, directory: Path | None = None, salt: str = "") -> None:
+    """The scan's view of the index: keys kernels, checks young artifacts' digests, counts hits."""
+
+    def __init__(self, directory: Path | None = None, salt: str = "", max_size: int | None = None,
+                 say: Callable[[str], None] | None = None) -> None:
         self.directory = Path(directory) if directory else default_index_dir()
         self.salt = salt
         self.hits = self.misses = 0
         self._young: dict[str, tuple[str, ...]] = {}  # key -> its artifacts that were young when keyed
+        self._artifacts: dict[str, frozenset[str]] = {}  # key -> its kernel's artifacts' paths
+        self.db = IndexDatabase(self.directory, max_size, say)
 
     def key(self, kernel: Kernel, extra: str = "") -> str | None:
         """The kernel's key from its artifacts' identities; None when one cannot be read. The
@@ -125,6 +136,7 @@ class ResultIndex:
                 young.append(artifact.path)
         key = h.hexdigest()
         self._young[key] = tuple(young)
+        self._artifacts[key] = frozenset(a.path for a in kernel.artifacts)
         return key
 
     @staticmethod
@@ -134,33 +146,27 @@ class ResultIndex:
         for path in paths:
             try:
                 h.update(read_file(path))  # no link followed, no FIFO waited on
-            except (OSError, ArtifactError):
+            except (OSError, ArtifactError, ValueError):  # ValueError: a NUL or lone surrogate in a path
                 return None
             h.update(b"\0")
         return h.hexdigest()
 
-    def _path(self, key: str) -> Path:
-        return self.directory / key[:2] / f"{key}.pickle"
-
     def holds(self, key: str | None) -> bool:
         """Whether a result is stored under `key` (it may still turn out unreadable: get says)."""
-        return key is not None and os.path.exists(self._path(key))
+        return key is not None and self.db.holds(key)
 
     def get(self, key: str | None) -> KernelReport | None:
-        if key is None:
-            return None
-        try:
-            with open(self._path(key), "rb") as f:
-                found = pickle.load(f)
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
-            self.misses += 1
-            return None
-        # (the young artifacts' paths, their bytes' digest, the report); anything else is no entry
-        if not (isinstance(found, tuple) and len(found) == 3 and isinstance(found[2], KernelReport)):
+        """The stored report, or None (a miss) when there is none, or it is damaged or forged in a
+        way that shows (bad checksum, not a report), or its young artifacts' bytes changed."""
+        found = self.db.get(key) if key is not None else None
+        if found is None:
             self.misses += 1
             return None
         young, digest, report = found
-        if young and (not isinstance(young, tuple) or self._digest(young) != digest):
+        if not self._artifacts.get(key, frozenset()).issuperset(young):
+            self.misses += 1  # an entry may only name its own kernel's artifacts to be read again
+            return None
+        if young and self._digest(young) != digest:
             self.misses += 1  # stored while an artifact was young, and its bytes changed since
             return None
         self.hits += 1
@@ -169,13 +175,9 @@ class ResultIndex:
     def put(self, key: str | None, report: KernelReport) -> None:
         if key is None:
             return
-        path = self._path(key)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".tmp") as f:
-                young = self._young.get(key, ())
-                entry = (young, self._digest(young) if young else None, report)
-                pickle.dump(entry, f, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(f.name, path)
-        except OSError:
-            pass  # a read-only or full cache directory costs speed, not results
+        young = self._young.get(key, ())
+        self.db.put(key, young, self._digest(young) if young else None, report)
+
+    def close(self) -> None:
+        """Record which entries this run used (for the size cap's eviction), evict, let go of the file."""
+        self.db.close()

@@ -56,7 +56,7 @@ def test_workers_and_the_result_index_change_no_result(serial_report, tmp_path, 
     roots = [FIXTURES / root for root in ROOTS]
     index = tmp_path / "index"
     parallel = scan(roots, jobs=2, index=index)
-    assert any(index.rglob("*.pickle"))
+    assert (index / "results.sqlite3").is_file()
 
     def refuse(*args, **kwargs):
         raise AssertionError("analyzed again: the index was not used")

@@ -86,7 +86,7 @@ def test_an_index_directory_elsewhere_is_used_and_nothing_is_said(cache, tmp_pat
     monkeypatch.setenv("IRSCOPE_CACHE_DIR", str(tmp_path / "elsewhere"))
     code, _, err = cli(capsys, "scan", cache, "-j", "1")
     assert code == 0 and err == ""
-    assert list((tmp_path / "elsewhere").rglob("*.pickle"))
+    assert (tmp_path / "elsewhere" / "index" / "results.sqlite3").is_file()
 
 
 def test_the_api_keeps_the_index_out_of_the_scanned_path_too(tmp_path, monkeypatch, capsys):

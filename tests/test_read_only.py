@@ -80,7 +80,7 @@ def test_every_command_leaves_what_it_reads_untouched(trees, capsys):
         assert code in (0, 3), (args, capsys.readouterr().err)  # 3: the truncated kernel
     capsys.readouterr()
     assert digests(read) == before
-    assert list(own.rglob("*.pickle")), "the result index lives in $IRSCOPE_CACHE_DIR"
+    assert (own / "index" / "results.sqlite3").is_file(), "the result index lives in $IRSCOPE_CACHE_DIR"
     assert sorted(p.name for p in out.iterdir()) == ["d.json", "d.md", "r-findings.csv", "r.csv", "r.json",
                                                       "r.md", "r.sarif"]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 from conftest import FIXTURES, copy_tree, tree_digest
 
@@ -53,8 +55,10 @@ def test_a_changed_artifact_is_analyzed_again(cache, tmp_path, monkeypatch):
 def test_other_rules_or_a_broken_entry_mean_a_fresh_analysis(cache, tmp_path, monkeypatch):
     index = tmp_path / "index"
     scan(cache, index=index)
-    for entry in index.rglob("*.pickle"):
-        entry.write_bytes(b"not a pickle")
+    with sqlite3.connect(index / "results.sqlite3") as db:  # one bit flipped in every stored entry
+        for key, payload in db.execute("SELECT key, payload FROM entries").fetchall():
+            db.execute("UPDATE entries SET payload = ? WHERE key = ?", (bytes([payload[0] ^ 1]) + payload[1:], key))
+    db.close()
     analyzed = []
     real = pipeline.analyze_kernel
     monkeypatch.setattr(pipeline, "analyze_kernel", lambda k, *a, **kw: analyzed.append(k.key) or real(k, *a, **kw))
