@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, copy_tree
 
+from irscope.parsers.errors import ArtifactError
 from irscope.pipeline import scan
 from irscope.report import Report
 from irscope.stage_diff import stage_diff
@@ -208,3 +209,22 @@ def test_an_old_report_without_digests_still_loads(saved):
     assert a.digest is None
     (line,) = stage_diff(a, a)
     assert "no digest" in line
+
+
+def test_a_report_cannot_set_the_machine_local_fields_that_confine_it(saved, tmp_path):
+    """`from_report`, `confined_to`, `identity` and `opened` are what this machine decides about an
+    artifact: a report that writes them (`"from_report": false` would read the path as a scan does)
+    is read as if they were absent (serde.saved_fields)."""
+    data = _hostile(saved["before"], "/proc/self/environ", ["/proc"], None)
+    for kr in data["kernels"]:
+        for artifact in kr["kernel"]["artifacts"]:
+            if artifact["stage"] == "amdgcn":
+                artifact.update(from_report=False, confined_to="/", identity=[0, 0], opened="/proc/self/environ")
+    report = Report.from_json(json.dumps(data))
+    artifact = _amd_pair(report).kernel.artifact("amdgcn")
+    assert artifact.from_report and artifact.confined_to == "/proc" and artifact.identity is None
+    with pytest.raises(ArtifactError, match="no digest"):
+        artifact.read_bytes()
+    hostile = _write(data, tmp_path / "pr.json")
+    proc = _irscope("diff", hostile, hostile, "--stage", "amdgcn")
+    assert SECRET not in proc.stdout + proc.stderr and proc.returncode != 2, proc.stderr
