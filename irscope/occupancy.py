@@ -10,7 +10,7 @@ input with a number the user gives (`irscope occupancy ... --vgprs 160`).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Mapping
+from typing import Callable, Literal, Mapping
 
 from irscope.model import AmdResources, Fact, Kernel, NvidiaResources, Origin, Problem, Resources
 from irscope.occupancy_amd import AMD_ARCHES, align_to, amd_occupancy, waves_for_sgprs, waves_for_vgprs
@@ -22,6 +22,9 @@ WHAT_IF = Origin("what-if", None, "given on the command line")
 RELIEF = {"vgpr": "vgprs", "sgpr": "sgprs", "lds": "lds", "registers": "registers", "shared": "shared",
           "barriers": "barriers"}
 WARP_CHOICES = (1, 2, 4, 8, 16, 32)
+# What a step changes: a relievable resource, or num_warps. A Literal, so a saved report naming
+# anything else is malformed when read (irscope/serde.py), not a KeyError in a renderer.
+StepName = Literal["vgprs", "sgprs", "lds", "registers", "shared", "barriers", "warps"]
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,7 @@ class Input:
 class Step:
     """One change that alone reaches the next occupancy step: `name` down to `to` (warps: set to)."""
 
-    name: str
+    name: StepName
     now: int
     to: int
     active: int  # occupancy after the change, in the Occupancy's unit

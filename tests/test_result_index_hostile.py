@@ -352,7 +352,7 @@ def test_a_forged_entry_cannot_make_irscope_read_another_file(cache, home, tmp_p
         forged[key] = _packed(json.dumps(data).encode())
     store(home, forged)
     read = []
-    real = result_index.read_limited
-    monkeypatch.setattr(result_index, "read_limited", lambda path, *a, **kw: read.append(path) or real(path, *a, **kw))
+    real = result_index.read_file
+    monkeypatch.setattr(result_index, "read_file", lambda path, *a, **kw: read.append(path) or real(path, *a, **kw))
     assert scan_json(capsys, cache) == clean
     assert str(secret) not in read and all(Path(p).is_relative_to(cache) for p in read)

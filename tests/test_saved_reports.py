@@ -196,3 +196,30 @@ def test_line_ranges_of_a_crafted_report_are_refused_without_expanding_them(save
     path.write_text(json.dumps(data))
     with pytest.raises(ReportError, match=f"^{path}: malformed report: not line ranges: "):
         Report.load(path)
+
+
+# Every report case bench/fuzz.py --reports found a bug with (docs/robustness.md lists them), replayed
+# against the same clean report (fuzz_reports.clean_report's default: three kernels per backend and version).
+FOUND_IN_REPORTS = [
+    ("hostile_string", 4271340630),  # a severity outside error/warning/info: ValueError in the console's sort
+    ("wrong_value", 1692125395),  # a lone surrogate in a name: UnicodeEncodeError in SARIF's fingerprint
+    ("hostile_string", 1710511786),  # line ranges repeated 5,000 times: 65 million ints, 23 s
+    ("hostile_string", 3480411181),  # an occupancy step named "\u202evgprs": KeyError in the table
+    ("extreme_number", 1949949319),  # a 400-digit `active`: OverflowError in Markdown's occupancy sort
+]
+
+
+@pytest.fixture(scope="module")
+def fuzz_clean(tmp_path_factory) -> Path:
+    import fuzz_reports
+
+    return fuzz_reports.clean_report(tmp_path_factory.mktemp("fuzz-clean"))
+
+
+@pytest.mark.parametrize("kind, seed", FOUND_IN_REPORTS, ids=[f"{k}-{s}" for k, s in FOUND_IN_REPORTS])
+def test_report_cases_the_fuzzing_found_stay_fixed(fuzz_clean, tmp_path, kind, seed):
+    import fuzz_reports
+
+    case = fuzz_reports.make_case(fuzz_clean.read_text(encoding="utf-8"), kind, seed)
+    outcome = fuzz_reports.check(case, fuzz_clean, tmp_path)
+    assert outcome.status != "bug", outcome.detail
