@@ -642,6 +642,6 @@ def _console():
 
 def _error(message: str) -> None:
     # Plain print: a path in a message must not be wrapped, styled or read as markup.
-    from irscope.render.safe import printable
+    from irscope.render.safe import printable_message
 
-    print(f"irscope: {printable(message)}", file=sys.stderr)
+    print(f"irscope: {printable_message(message)}", file=sys.stderr)

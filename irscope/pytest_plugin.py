@@ -22,7 +22,7 @@ from irscope.baseline import Baseline, BaselineError, Verdict, describe, judge
 from irscope.findings import Finding
 from irscope.harvester import HarvestError
 from irscope.model import AmdResources, KernelReport, NvidiaResources
-from irscope.render.safe import printable, printable_name, shorten
+from irscope.render.safe import printable, printable_message, printable_name, shorten
 from irscope.report import Report, ReportError
 from irscope.rule import Rule
 from irscope.rule_engine import RuleSelection
@@ -204,7 +204,7 @@ class RuleFamily(pytest.Item):
         if self.family_code is None:
             heading = f"{shorten(r.kernel.name)}  {shorten(r.kernel.key)}: could not be read in full"
             raise IrscopeFailure("\n".join([printable(heading)]
-                                           + [f"  {p.severity}: {printable(str(p))}" for p in r.problems]))
+                                           + [f"  {p.severity}: {printable_message(str(p))}" for p in r.problems]))
         run = _plugin(self).scan()
         new = [f for f in run.verdict.new.get(r.kernel.key, ()) if family(f.code) == self.family_code]
         accepted = [f for f in run.verdict.accepted.get(r.kernel.key, ()) if family(f.code) == self.family_code]
@@ -233,7 +233,7 @@ def failure_text(r: KernelReport, family_code: str, new: list[Finding], accepted
     from irscope.render.console import kernel_finding_lines
 
     parts = [Text("\n").join(kernel_finding_lines(r, new)).plain] if new else [printable_name(r.kernel.name)]
-    parts += [f"  rule failed: {printable(p.message)}" for p in failed]
+    parts += [f"  rule failed: {printable_message(p.message)}" for p in failed]
     what = FAMILIES.get(family_code[:-2])
     summary = f"{len(new)} new finding(s) of {family_code}" + (f" ({what})" if what else "")
     if baseline is not None:

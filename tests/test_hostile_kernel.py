@@ -277,3 +277,16 @@ def test_hostile_input_10mb_kernel_name_gives_a_bounded_console_report(two_kerne
         assert rc == 0 and len(stdout) < 20_000 and "\x1b]" not in stdout, (argv, len(stdout))
     report = scan(str(cache), index=False, jobs=1)
     assert max(len(kernel_node_name(r)) for r in report.kernels) < 1_000
+
+
+def test_hostile_input_10mb_name_quoted_in_a_problem_message_is_cut_too(two_kernels, capsys):
+    """The NVIDIA kernel's cubin holds no kernel of the json's name, and the problem says so quoting
+    the name: a 10 MB message. Messages are cut in the middle past render.safe.MESSAGE_LIMIT as
+    names are (found by measuring issue 22 item 14 end to end: 10 MB printed)."""
+    cache, _ = two_kernels
+    spill = next(p for p in cache.iterdir() if any(p.glob("*.cubin")))
+    huge = "spill_kernel" * 900_000
+    _edit_json(spill, lambda data: data.update(name=huge))
+    rc, stdout, stderr = _run(capsys, "scan", cache, "--no-cache")
+    assert "no register count for kernel" in stdout
+    assert len(stdout) < 20_000 and len(stderr) < 5_000, (len(stdout), len(stderr))

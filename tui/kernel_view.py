@@ -20,7 +20,7 @@ from textual.widgets.option_list import Option
 from irscope.line_map import LineMap, line_map
 from irscope.model import KernelReport, Problem
 from irscope.parsers.errors import ArtifactError
-from irscope.render.safe import printable, shorten
+from irscope.render.safe import printable, printable_message, shorten
 from irscope.tui.code_view import CodeView
 from irscope.tui.panels import LayoutPanel, OccupancyPanel
 from irscope.tui.passes_view import PassesPanel
@@ -135,7 +135,7 @@ class KernelScreen(Screen):
         for i, f in enumerate(self.report.findings):
             where = f"py:{f.python_line}" if f.python_line is not None else f"{f.stage}:{f.line}"
             label = Text.assemble((f"{f.severity} {f.code} ", "bold"), printable(f"{f.slug}  {where}\n  "),
-                                  printable(f.message))
+                                  printable_message(f.message))
             options.append(Option(label, id=str(i)))
         if not options:
             options.append(Option(Text("no findings"), id="none", disabled=True))

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from irscope.model import AmdResources, Fact, KernelReport, NvidiaResources
 from irscope.render.occupancy import occupancy_cell, short_step
-from irscope.render.safe import printable, printable_name
+from irscope.render.safe import printable, printable_message, printable_name
 from irscope.render.table import Column, draw_table
 from irscope.report import Report
 
@@ -103,10 +103,10 @@ def problem_lines(report: Report) -> list[Text]:
         for p in r.problems:
             style = "red" if p.severity == "error" else "yellow"
             lines.append(Text.assemble((f"{p.severity}: ", style), printable_name(r.kernel.name), ": ",
-                                       printable(str(p))))
+                                       printable_message(str(p))))
     for p in report.problems:
         lines.append(Text.assemble((f"{p.severity}: ", "red" if p.severity == "error" else "yellow"),
-                                   printable(str(p))))
+                                   printable_message(str(p))))
     return lines
 
 
@@ -130,7 +130,7 @@ def kernel_finding_lines(r: KernelReport, findings: Sequence[Finding]) -> list[T
     for f in sorted(findings, key=lambda f: (SEVERITIES.index(f.severity), f.code, f.line or 0)):
         style = {"error": "red", "warning": "yellow"}.get(f.severity, "cyan")
         lines.append(Text.assemble("  ", (f"{f.severity} {f.code}", style), f" {f.slug}  ", printable(f.where)))
-        lines.append(Text("      " + printable(f.message)))
+        lines.append(Text("      " + printable_message(f.message)))
         lines.append(Text("      fix: " + printable(f.fix), style="dim"))
     return lines
 

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from irscope.diff import Change, DiffReport, PairDiff
-from irscope.render.safe import printable, printable_name
+from irscope.render.safe import printable, printable_message, printable_name
 
 STYLE = {"better": "green", "worse": "red", "changed": "yellow", "same": "dim"}
 
@@ -84,7 +84,8 @@ def pair_details(p: PairDiff, stage_lines: list[str] | None = None) -> list:
             continue
         style = "red" if f.status == "introduced" else "green"
         where = f" (line {f.python_line})" if f.python_line is not None else ""
-        parts.append(Text.assemble("  ", (f"{f.status} {f.code} {f.slug}{where}", style), ": ", printable(f.message)))
+        parts.append(Text.assemble("  ", (f"{f.status} {f.code} {f.slug}{where}", style), ": ",
+                                   printable_message(f.message)))
     for change in p.layouts:
         loop = " in a loop" if change.in_loop else ""
         where = f" (line {change.python_line})" if change.python_line is not None else ""

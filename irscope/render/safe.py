@@ -53,3 +53,14 @@ def shorten(text: str, limit: int = NAME_LIMIT) -> str:
 def printable_name(text: str, limit: int = NAME_LIMIT) -> str:
     """A name as a terminal shows it: shortened, then escaped (printable)."""
     return printable(shorten(text, limit))
+
+
+# A problem's or finding's message as a terminal shows it. Real ones are a line or two (paths
+# included); one past this holds a hostile name or value (a 10 MB kernel name quoted in "no
+# register count for kernel '...'"), cut in the middle as names are.
+MESSAGE_LIMIT = 2000
+
+
+def printable_message(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """A message as a terminal shows it: shortened past `limit` characters, then escaped."""
+    return printable(shorten(text, limit))
