@@ -116,13 +116,19 @@ def run_reports(args, deadline) -> str:
     lines, slowest = [], (0.0, "")
     with tempfile.TemporaryDirectory(prefix="irscope-fuzz-reports-") as work:
         clean = fuzz_reports.clean_report(Path(work))
-        for case in fuzz_reports.cases(clean.read_text(encoding="utf-8"), args.reports, args.seed):
+        text = clean.read_text(encoding="utf-8")
+        # A case is slow when it costs more per byte than the clean report does, several times over:
+        # a list grown 50-fold is 50 times the work, a quadratic step far more.
+        per_byte = min(fuzz_reports.check(fuzz_reports.ReportCase("clean", 0, text), clean, Path(work)).seconds
+                       for _ in range(3)) / len(text)
+        for case in fuzz_reports.cases(text, args.reports, args.seed):
             if deadline and time.monotonic() > deadline:
                 break
             outcome = fuzz_reports.check(case, clean, Path(work))
             by_kind[case.kind][outcome.status] += 1
             slowest = max(slowest, (outcome.seconds, str(case)))
-            if outcome.status == "bug" or outcome.seconds > args.slow:
+            slow = outcome.seconds > args.slow and outcome.seconds > 10 * per_byte * max(len(case.text), len(text))
+            if outcome.status == "bug" or slow:
                 lines.append(f"FAIL reports: {case}: {outcome.seconds:.1f} s\n{outcome.detail}")
                 print(lines[-1], flush=True)
     total = sum(sum(c.values()) for c in by_kind.values())
