@@ -33,7 +33,7 @@ from typing import Any, Callable, Sequence
 from urllib.parse import quote
 
 from irscope.model import KernelReport
-from irscope.serde import from_data, to_data
+from irscope.serde import from_data, loads_bounded, to_data
 
 
 DATABASE = "results.sqlite3"
@@ -118,7 +118,7 @@ def decode_entry(payload: bytes) -> tuple[tuple[str, ...], str | None, KernelRep
         raw = body
     else:
         raise ValueError(f"unknown entry encoding {kind!r}")
-    data = json.loads(raw)
+    data = loads_bounded(raw)
     young, digest = data["young"], data["digest"]
     if not (isinstance(young, list) and all(isinstance(p, str) for p in young)):
         raise ValueError("young artifacts are not a list of paths")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from irscope.model import KernelReport, Problem, Skipped
 from irscope.launches import ScriptRun
-from irscope.serde import from_data, to_data
+from irscope.serde import from_data, loads_bounded, to_data
 
 SCHEMA = "irscope.report"
 SCHEMA_VERSION = 2
@@ -59,7 +59,7 @@ class Report:
         under `artifacts` (a copy of the cache it was scanned from), and only when their bytes
         match the digests it recorded (irscope/saved_artifacts.py)."""
         try:
-            data = json.loads(text, parse_int=_int64)
+            data = loads_bounded(text)
         except json.JSONDecodeError as exc:
             raise ReportError(f"{source}:{exc.lineno}: not a JSON report: {exc.msg}") from None
         except RecursionError:  # json's decoder recurses once per `[` or `{`
@@ -106,15 +106,6 @@ class Report:
         from irscope.render.frames import findings_frame
 
         return findings_frame(self)
-
-
-def _int64(digits: str) -> int:
-    """A JSON integer of a report: every count irscope saves fits 64 bits. A larger one (a 400-digit
-    `active`) is malformed here, not an OverflowError in a renderer's float division."""
-    value = int(digits)
-    if not -(2 ** 63) <= value < 2 ** 63:
-        raise ValueError(f"integer {digits[:24]}{'...' if len(digits) > 24 else ''} out of 64-bit range")
-    return value
 
 
 def _version_problem(version: object) -> str | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections.abc
 import dataclasses
+import json
 import operator
 import types
 import typing
@@ -16,6 +17,24 @@ from functools import lru_cache, partial
 from typing import Any, Callable, Mapping, Union
 
 from irscope.line_ranges import LineRanges
+
+
+# Saved reports and index entries are untrusted JSON. Every count irscope saves is far below this;
+# a raw metadata value may exceed 64 bits (and is ignored with a warning), but an integer of more
+# digits than a float can hold (1.8e308) is no number of a kernel: an OverflowError waiting in a
+# renderer's division (a 400-digit `active`, found by bench/fuzz.py --reports).
+MAX_DIGITS = 300
+
+
+def loads_bounded(text: str | bytes) -> Any:
+    """json.loads, refusing (ValueError) an integer of more than MAX_DIGITS digits."""
+    return json.loads(text, parse_int=_bounded_int)
+
+
+def _bounded_int(digits: str) -> int:
+    if len(digits) > MAX_DIGITS + 1:  # + 1: a minus sign
+        raise ValueError(f"an integer of {len(digits.lstrip('-')):,} digits (at most {MAX_DIGITS})")
+    return int(digits)
 
 
 def to_data(obj: Any) -> Any:
