@@ -159,7 +159,7 @@ def _cmd_scan(args: argparse.Namespace) -> int:
     elif args.json:
         write_text(args.json, report.to_json() + "\n")
     if args.json != "-" and not to_stdout:
-        render(report, _console())
+        render(report, _console(), args.wide)
     return _status([report], _findings_gate(report, args.fail_on))
 
 
@@ -254,7 +254,7 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
     else:
         out = _console()
         for title, _, occ in results:
-            out.print(occupancy_table(title, occ))
+            out.print(occupancy_table(title, occ, None if args.wide else out.width))
             out.print()
     return EXIT_USAGE if not results else (EXIT_PARTIAL if lost else EXIT_OK)
 
@@ -346,7 +346,7 @@ def _cmd_diff(args: argparse.Namespace) -> int:
 
     to_stdout = write_diff(report, args)  # --markdown
     if args.json != "-" and not to_stdout:
-        render(report, _console(), stages)
+        render(report, _console(), stages, args.wide)
     tripped = args.fail_on == "regression" and report.regressed
     return _status([before, after], "a kernel pair regressed (--fail-on regression)" if tripped else None)
 
@@ -455,7 +455,7 @@ def _cmd_passes(args: argparse.Namespace) -> int:
         write_stdout(json.dumps([to_data(t) for t in chosen], indent=1) + "\n")
         return EXIT_OK
     out = _console()
-    width = out.width if out.is_terminal else None
+    width = None if args.wide else out.width
     print_text(Text("\n\n").join(timeline_view(t, args.all, width) for t in chosen) + "\n", out)
     return EXIT_OK
 
@@ -540,14 +540,14 @@ def _run_script(args: argparse.Namespace, script: str) -> int:
             write_text(args.json, report.to_json() + "\n")
     if args.json != "-" and not to_stdout and report.kernels:
         out = _console()
-        render(report, out)
+        render(report, out, args.wide)
         if args.dump:
             from irscope.render.passes import timeline_view
 
             for kr in report.kernels:
                 if kr.passes is not None:
                     out.print()
-                    out.print(timeline_view(kr.passes, width=out.width if out.is_terminal else None), soft_wrap=True)
+                    out.print(timeline_view(kr.passes, width=None if args.wide else out.width), soft_wrap=True)
     _say_where_the_run_is(result)
     from irscope.runner_child import NO_DRIVER
 
@@ -595,7 +595,7 @@ def _cmd_runs(args: argparse.Namespace) -> int:
             print(f"irscope: no kept runs in {kept_runs.runs_dir()}", file=sys.stderr)
             return EXIT_OK
         out = _console()
-        out.print(runs_table(runs, kept_runs.runs_dir(), out.width), soft_wrap=True)
+        out.print(runs_table(runs, kept_runs.runs_dir(), None if args.wide else out.width), soft_wrap=True)
         return EXIT_OK
     if not args.ids and not args.all:
         _error("irscope runs rm: give run ids (`irscope runs` lists them) or --all")
@@ -635,8 +635,8 @@ def _console():
     from irscope.closed_stdout import console
 
     out = console(highlight=False)
-    if not out.is_terminal:  # a pipe or a file: don't squeeze tables into 80 columns
-        out = console(highlight=False, width=200)
+    if not out.is_terminal and not os.environ.get("COLUMNS", "").isdigit():
+        out = console(highlight=False, width=200)  # a pipe or a file: don't squeeze tables into 80 columns
     return out
 
 

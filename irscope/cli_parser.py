@@ -55,6 +55,7 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     scan.add_argument("--fail-on", choices=("error", "warning", "info"), metavar="SEVERITY",
                       help="exit 1 when any finding is at SEVERITY (error, warning or info) or above; default: "
                            "findings do not change the exit status (README: Exit codes)")
+    _wide_flag(scan)
     _selection_flags(scan)
     scan.set_defaults(func=commands["scan"])
 
@@ -77,6 +78,7 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     diff.add_argument("--fail-on", choices=("regression",),
                       help="exit 1 when any pair regressed ([tool.irscope] regression picks the checks)")
     _selection_flags(diff)
+    _wide_flag(diff)
     diff.set_defaults(func=commands["diff"])
 
     tui = sub.add_parser(
@@ -110,6 +112,7 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     passes.add_argument("--kernel", "-k", metavar="PATTERN", help="only kernels whose name matches this glob")
     passes.add_argument("--all", action="store_true", help="list every pass, not only those that changed the IR")
     passes.add_argument("--json", action="store_true", help="print the timelines as JSON")
+    _wide_flag(passes)
     passes.set_defaults(func=commands["passes"])
 
     rules = sub.add_parser("rules", help="list the rules: code, slug, severity, what each finds",
@@ -142,6 +145,7 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
                        ("barriers", "NVIDIA: named barriers per block")):
         occ.add_argument(f"--{flag}", type=_count, metavar="N", help=what)
     occ.add_argument("--json", action="store_true", help="print the results as JSON")
+    _wide_flag(occ)
     occ.set_defaults(func=commands["occupancy"])
 
     runs = sub.add_parser(
@@ -153,6 +157,7 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     runs.add_argument("action", nargs="?", choices=("list", "rm"), default="list")
     runs.add_argument("ids", nargs="*", metavar="ID", help="rm: the runs to remove (an id or a unique prefix)")
     runs.add_argument("--all", action="store_true", help="rm: remove every kept run")
+    _wide_flag(runs)
     runs.set_defaults(func=commands["runs"])
 
     cache = sub.add_parser(
@@ -164,6 +169,12 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     cache.add_argument("action", nargs="?", choices=("info", "clear"), default="info")
     cache.set_defaults(func=commands["cache"])
     return parser
+
+
+def _wide_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--wide", action="store_true",
+                        help="show every table column whole; by default columns are hidden from the right, and "
+                             "long names cut in the middle, to fit the terminal")
 
 
 def _selection_flags(parser: argparse.ArgumentParser) -> None:

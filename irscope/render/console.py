@@ -63,15 +63,24 @@ COLUMNS = (Column("kernel", shrink=True, min_width=12), Column("arch", min_width
            Column("SGPR", "right"), Column("spills", "right"), Column("scratch B", "right"),
            Column("instrs (loop)", "right"), Column("occupancy"), Column("to gain"), Column("status"))
 
+# The console table's columns, most important first: the terminal's width hides them from the right.
+# `key` tells apart rows that look alike (autotune configs). COLUMNS' order stays the TUI's.
+CONSOLE_ORDER = ("kernel", "key", "arch", "status", "occupancy", "VGPR/regs", "spills", "LDS/smem B",
+                 "warps/stages", "instrs (loop)", "to gain", "scratch B", "SGPR", "triton")
+KEY_COLUMN = Column("key", keep=True)
+_BY_NAME = {c.name: i for i, c in enumerate(COLUMNS)}
+CONSOLE_COLUMNS = tuple(KEY_COLUMN if n == "key" else COLUMNS[_BY_NAME[n]] for n in CONSOLE_ORDER)
+
+
+def short_key(key: str) -> str:
+    """The first 8 characters of a kernel's cache directory (its hash): enough to tell configs apart."""
+    return key.rstrip("/").rsplit("/", 1)[-1][:8]
+
 
 def sort_key(r: KernelReport) -> tuple:
-    """The table's order: by name, arch, Triton version, then key."""
+    """The one order of kernels everywhere (table, findings, diff pairs): by name, arch, Triton version, key."""
     k = r.kernel
     return (k.name, k.target.arch if k.target else "", k.triton_version.value if k.triton_version else "", k.key)
-
-
-def kernel_rows(report: Report) -> list[list[str | Text]]:
-    return [kernel_row(r) for r in sorted(report.kernels, key=sort_key)]
 
 
 def kernel_row(r: KernelReport) -> list[str | Text]:
@@ -94,12 +103,18 @@ def kernel_row(r: KernelReport) -> list[str | Text]:
 
 
 def kernel_table(report: Report, width: int | None = None) -> Text:
-    return draw_table(f"{len(report.kernels)} kernels", COLUMNS, kernel_rows(report), width)
+    """`width`: the terminal's; None shows every column (--wide)."""
+    rows = []
+    for r in sorted(report.kernels, key=sort_key):
+        cells = dict(zip((c.name for c in COLUMNS), kernel_row(r)))
+        cells["key"] = printable(short_key(r.kernel.key))
+        rows.append([cells[n] for n in CONSOLE_ORDER])
+    return draw_table(f"{len(report.kernels)} kernels", CONSOLE_COLUMNS, rows, width)
 
 
 def problem_lines(report: Report) -> list[Text]:
     lines = []
-    for r in report.kernels:
+    for r in sorted(report.kernels, key=sort_key):
         for p in r.problems:
             style = "red" if p.severity == "error" else "yellow"
             lines.append(Text.assemble((f"{p.severity}: ", style), printable_name(r.kernel.name), ": ",
@@ -111,9 +126,9 @@ def problem_lines(report: Report) -> list[Text]:
 
 
 def finding_lines(report: Report) -> list[Text]:
-    """Findings grouped by kernel, most serious first, each with its line and the fix."""
+    """Findings grouped by kernel in the table's order, most serious first, each with its line and the fix."""
     lines: list[Text] = []
-    for r in sorted(report.kernels, key=lambda r: r.kernel.key):
+    for r in sorted(report.kernels, key=sort_key):
         if r.findings:
             lines.extend(kernel_finding_lines(r, r.findings))
     return lines
@@ -135,10 +150,10 @@ def kernel_finding_lines(r: KernelReport, findings: Sequence[Finding]) -> list[T
     return lines
 
 
-def render(report: Report, console: Console) -> None:
+def render(report: Report, console: Console, wide: bool = False) -> None:
     # One Text, printed without wrapping: thousands of findings as separate renderables took
     # seconds; a finding's lines are short, and a terminal wraps a long path by itself.
-    parts = [kernel_table(report, console.width if console.is_terminal else None)]
+    parts = [kernel_table(report, None if wide else console.width)]
     findings = finding_lines(report)
     if findings:
         count = sum(len(r.findings) for r in report.kernels)

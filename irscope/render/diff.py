@@ -11,7 +11,9 @@ from rich.table import Table
 from rich.text import Text
 
 from irscope.diff import Change, DiffReport, PairDiff
+from irscope.render.console import short_key
 from irscope.render.safe import printable, printable_message, printable_name
+from irscope.render.table import Column, draw_table
 
 STYLE = {"better": "green", "worse": "red", "changed": "yellow", "same": "dim"}
 
@@ -40,12 +42,23 @@ def _width_cell(p: PairDiff, kind: str) -> Text:
     return Text(text, style=STYLE[c.verdict] if c.changed else "dim")
 
 
-def summary_table(report: DiffReport) -> Table:
-    table = Table(title=Text(f"{len(report.pairs)} kernel pairs"), title_justify="left", header_style="bold")
-    for name in ("kernel", "arch", "triton", "VGPR/regs", "LDS/smem B", "occupancy", "instrs", "narrowest ld",
-                 "narrowest st", "findings", "verdict"):
-        table.add_column(name, no_wrap=name != "kernel", overflow="fold")
-    for p in report.pairs:
+# Most important first: the terminal's width hides columns from the right (--wide shows all).
+COLUMNS = (Column("kernel", shrink=True, min_width=12), Column("key", keep=True), Column("arch"), Column("verdict"),
+           Column("VGPR/regs", "right"), Column("LDS/smem B", "right"), Column("occupancy"),
+           Column("instrs", "right"), Column("findings", "right"), Column("narrowest ld"),
+           Column("narrowest st"), Column("triton"))
+
+
+def pair_order(p: PairDiff) -> tuple:
+    """Regressions first, then improvements, then the rest; each by name, arch, Triton version, key."""
+    rank = 0 if p.regressions else 1 if p.improvements else 2
+    return (rank, p.label.split()[0] if p.label else "", p.arch, p.after_version or "", p.after_key)
+
+
+def summary_table(report: DiffReport, width: int | None = None) -> Text:
+    """One row a pair, in pair_order; `width`: the terminal's, None shows every column (--wide)."""
+    rows = []
+    for p in sorted(report.pairs, key=pair_order):
         introduced = sum(f.status == "introduced" for f in p.findings)
         fixed = sum(f.status == "fixed" for f in p.findings)
         findings = Text(f"+{introduced} -{fixed}", style="red" if introduced else ("green" if fixed else "dim"))
@@ -53,13 +66,12 @@ def summary_table(report: DiffReport) -> Table:
                    Text("improvement", style="green") if p.improvements else Text("same", style="dim"))
         versions = (p.after_version if p.before_version == p.after_version
                     else f"{p.before_version} -> {p.after_version}")
-        table.add_row(Text(printable_name(p.label.split()[0])), Text(printable_name(p.arch)),
-                      Text(printable_name(str(versions))),
-                      _pair_of(p, "VGPRs", "registers"), _pair_of(p, "LDS/shared bytes"),
-                      _cell(next(c for c in p.changes if c.group == "occupancy")),
-                      _pair_of(p, "instructions"), _width_cell(p, "global_load"), _width_cell(p, "global_store"),
-                      findings, verdict)
-    return table
+        rows.append([printable_name(p.label.split()[0] if p.label else "?"), printable(short_key(p.after_key)),
+                     printable_name(p.arch), verdict, _pair_of(p, "VGPRs", "registers"),
+                     _pair_of(p, "LDS/shared bytes"), _cell(next(c for c in p.changes if c.group == "occupancy")),
+                     _pair_of(p, "instructions"), findings, _width_cell(p, "global_load"),
+                     _width_cell(p, "global_store"), printable_name(str(versions))])
+    return draw_table(f"{len(report.pairs)} kernel pairs", COLUMNS, rows, width)
 
 
 def pair_details(p: PairDiff, stage_lines: list[str] | None = None) -> list:
@@ -107,9 +119,12 @@ def _stage_text(lines: list[str]) -> Text:
     return out
 
 
-def render(report: DiffReport, console: Console, stages: dict[str, list[str]] | None = None) -> None:
-    parts: list = [summary_table(report)]
-    for p in report.pairs:
+def render(report: DiffReport, console: Console, stages: dict[str, list[str]] | None = None,
+           wide: bool = False) -> None:
+    # The table is drawn to the width already: printed unwrapped, as the scan table is.
+    console.print(summary_table(report, None if wide else console.width), soft_wrap=True)
+    parts: list = []
+    for p in sorted(report.pairs, key=pair_order):
         parts.append(Text(""))
         parts.extend(pair_details(p, (stages or {}).get(p.after_key) if stages is not None else None))
     for side, keys in (("before", report.only_before), ("after", report.only_after)):
@@ -119,4 +134,5 @@ def render(report: DiffReport, console: Console, stages: dict[str, list[str]] | 
     if report.regressed:
         parts.append(Text(f"\n{sum(bool(p.regressions) for p in report.pairs)} pair(s) regressed "
                           f"(checks: {', '.join(report.policy.checks)})", style="bold red"))
-    console.print(Group(*parts))
+    if parts:
+        console.print(Group(*parts))

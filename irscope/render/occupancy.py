@@ -12,6 +12,7 @@ from rich.text import Text
 from irscope.occupancy import KernelOccupancy
 from irscope.occupancy_result import UNBOUNDED
 from irscope.render.safe import NAME_LIMIT, printable, printable_name
+from irscope.render.table import middle_ellipsis
 
 STEP_LABELS = {"vgprs": "VGPR", "sgprs": "SGPR", "lds": "LDS", "registers": "regs", "shared": "smem",
                "barriers": "barriers"}
@@ -45,11 +46,16 @@ def occupancy_cell(occ: KernelOccupancy | None) -> str:
     return cell if o.active >= o.max_active else f"{cell} {limiters}"
 
 
-def occupancy_table(title: str, occ: KernelOccupancy) -> Table:
+def occupancy_table(title: str, occ: KernelOccupancy, width: int | None = None) -> Table:
+    """`width`: the terminal's; the title (name, target, key) is cut in the middle to one line of it.
+    The values wrap at spaces, so a number is never cut."""
     o = occ.occupancy
+    heading = printable_name(title, 3 * NAME_LIMIT)
+    if width is not None:
+        heading = middle_ellipsis(heading, width)
     group = "workgroup" if o.unit == "waves/SIMD" else "block"
     where = "CU" if o.unit == "waves/SIMD" else "SM"
-    table = Table(title=Text(printable_name(title, 3 * NAME_LIMIT)), title_justify="left", show_header=False, box=None,
+    table = Table(title=Text(heading), title_justify="left", show_header=False, box=None,
                   padding=(0, 2, 0, 0))
     table.add_column(style="bold", no_wrap=True)
     table.add_column(overflow="fold")

@@ -3,12 +3,17 @@
 rich's Table measures and wraps every cell as its own renderable: about 2 ms a row, so
 two seconds for a 1,000-kernel cache, more than the analysis of that cache read back from
 the result index. This draws the same heavy-head box from widths measured once, and
-returns one Text that the console prints without wrapping. One column may shrink, with an
-ellipsis, so a row fits the terminal; every other column keeps its width.
+returns one Text that the console prints without wrapping.
+
+Fitting a width: columns come in order of importance. The name column (`shrink`) is first
+cut to a readable width, with the ellipsis in the middle; then whole columns are dropped from
+the right, and a line under the table names them; then the name is cut to its minimum. A
+number is never cut: every other column keeps its full width or is hidden.
 """
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -20,27 +25,78 @@ from rich.text import Text
 class Column:
     name: str
     justify: str = "left"  # or "right"
-    shrink: bool = False  # the one column cut to fit the width
+    shrink: bool = False  # cut (in the middle) to fit the width
     min_width: int = 0
+    keep: bool = False  # never hidden to fit: what tells the rows apart
+
+    @property
+    def readable_width(self) -> int:
+        """How far a shrinking column is cut before another column is hidden."""
+        return max(self.min_width, 24)
 
 
 Cell = str | Text
 
+# "│ " before each cell, " " after it, and the last "│"
+def _total(widths: Sequence[int]) -> int:
+    return sum(widths) + 3 * len(widths) + 1
+
+
+def fit_widths(columns: Sequence[Column], natural: Sequence[int], width: int | None) -> tuple[list[int], list[int]]:
+    """(the width of each shown column, the indices of the shown columns) for a terminal of `width`."""
+    widths = list(natural)
+    shown = list(range(len(columns)))
+    if width is None or _total(widths) <= width:
+        return widths, shown
+
+    def total() -> int:
+        return _total([widths[i] for i in shown])
+
+    def shrink_to(floor) -> None:
+        for i in shown:
+            c = columns[i]
+            if c.shrink and total() > width:
+                least = max(floor(c), cell_len(c.name))
+                widths[i] = max(min(widths[i], least), widths[i] - (total() - width))
+
+    shrink_to(lambda c: c.readable_width)
+    for i in reversed(range(len(columns))):
+        if total() <= width:
+            break
+        if not columns[i].keep and not columns[i].shrink:
+            shown.remove(i)
+    shrink_to(lambda c: c.min_width)
+    for i in shown:  # a hidden column left room: give it back to the names
+        if columns[i].shrink and total() < width:
+            widths[i] = min(natural[i], widths[i] + width - total())
+    return [widths[i] for i in shown], shown
+
+
+HIDDEN_PREFIX = "hidden to fit: "
+HIDDEN_SUFFIX = " (--wide shows all)"
+
+
+def hidden_note(columns: Sequence[Column], shown: Sequence[int], width: int | None = None) -> str:
+    """The lines under a table that lost columns to the width, wrapped to it; empty when none was hidden."""
+    hidden = [c.name for i, c in enumerate(columns) if i not in shown]
+    if not hidden:
+        return ""
+    note = HIDDEN_PREFIX + ", ".join(hidden) + HIDDEN_SUFFIX
+    return "\n".join(textwrap.wrap(note, width)) if width and width > 20 else note
+
 
 def draw_table(title: str, columns: Sequence[Column], rows: Sequence[Sequence[Cell]], width: int | None) -> Text:
-    """`rows` of plain strings or styled Text (already made printable by the caller)."""
-    widths = [max(cell_len(c.name), c.min_width) for c in columns]
+    """`rows` of plain strings or styled Text (already made printable by the caller). `width`: the
+    terminal's, None to show every column whole (--wide)."""
+    natural = [max(cell_len(c.name), c.min_width) for c in columns]
     plain = [[cell.plain if isinstance(cell, Text) else cell for cell in row] for row in rows]
     for row in plain:
         for i, cell in enumerate(row):
             n = cell_len(cell)
-            if n > widths[i]:
-                widths[i] = n
-    total = sum(widths) + 3 * len(widths) + 1  # "│ " before each cell, " " after, and the last "│"
-    if width is not None and total > width:
-        for i, c in enumerate(columns):
-            if c.shrink:
-                widths[i] = max(c.min_width, cell_len(c.name), widths[i] - (total - width))
+            if n > natural[i]:
+                natural[i] = n
+    widths, shown = fit_widths(columns, natural, width)
+    picked = [columns[i] for i in shown]
     out = Text()
     if title:
         out.append(title + "\n", style="italic")
@@ -50,7 +106,7 @@ def draw_table(title: str, columns: Sequence[Column], rows: Sequence[Sequence[Ce
 
     rule("┏", "┳", "┓", "━")
     out.append("┃")
-    for c, w in zip(columns, widths):
+    for c, w in zip(picked, widths):
         out.append(" ")
         out.append(_fit(c.name, w, c.justify), style="bold")
         out.append(" ┃")
@@ -58,19 +114,36 @@ def draw_table(title: str, columns: Sequence[Column], rows: Sequence[Sequence[Ce
     rule("┡", "╇", "┩", "━")
     for row, texts in zip(plain, rows):
         out.append("│")
-        for c, w, cell, styled in zip(columns, widths, row, texts):
+        for c, w, i in zip(picked, widths, shown):
             out.append(" ")
+            styled = texts[i]
             style = styled.style if isinstance(styled, Text) else ""
-            out.append(_fit(cell, w, c.justify), style=style or None)
+            out.append(_fit(row[i], w, c.justify), style=style or None)
             out.append(" │")
         out.append("\n")
     rule("└", "┴", "┘", "─")
+    note = hidden_note(columns, shown, width)
+    if note:
+        out.append(note + "\n", style="dim")
     return out
 
 
+def middle_ellipsis(text: str, width: int) -> str:
+    """`text` in `width` cells, its start and end kept: `matmul_…_kernel` (names differ at both ends)."""
+    if cell_len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    tail_cells = (width - 1) // 2
+    tail = ""
+    for ch in reversed(text):
+        if cell_len(ch + tail) > tail_cells:
+            break
+        tail = ch + tail
+    return set_cell_size(text, width - 1 - cell_len(tail)) + "…" + tail
+
+
 def _fit(text: str, width: int, justify: str) -> str:
-    n = cell_len(text)
-    if n > width:
-        return set_cell_size(text, width - 1) + "…" if width > 1 else "…"
-    pad = " " * (width - n)
+    text = middle_ellipsis(text, width)
+    pad = " " * (width - cell_len(text))
     return pad + text if justify == "right" else text + pad
