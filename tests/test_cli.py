@@ -82,7 +82,7 @@ def test_kernel_names_are_never_markup_or_escapes(manifest, tmp_path):
     data = json.loads(meta.read_text())
     data["name"] = "[bold red]evil[/] \x1b]0;pwned\x07\x1b[2J"
     meta.write_text(json.dumps(data))
-    proc = run("scan", str(tmp_path / "c"))
+    proc = run("scan", str(tmp_path / "c"), "--wide")  # the whole name: a narrow table cuts it in the middle
     assert proc.returncode == 0
     assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout
     assert "[bold red]evil[/]" in proc.stdout
