@@ -170,3 +170,17 @@ def test_wide_flag_shows_every_column(monkeypatch, capsys):
     assert main(["scan", path, "--wide"]) == 0
     wide = capsys.readouterr().out
     assert "hidden to fit" not in wide and "SGPR" in wide and "scratch B" in wide
+
+
+def test_diff_wide_flag_shows_every_column(monkeypatch, capsys):
+    from irscope.cli import main
+
+    monkeypatch.setenv("COLUMNS", "80")
+    paths = [str(FIXTURES / "caches" / "triton-3.6"), str(FIXTURES / "caches" / "triton-3.9")]
+    main(["diff", *paths])
+    narrow = capsys.readouterr().out
+    table = narrow[:narrow.index("(--wide shows all)")]
+    assert all(cell_len(line) <= 80 for line in table.splitlines()) and "kernel" in table
+    main(["diff", *paths, "--wide"])
+    wide = capsys.readouterr().out
+    assert "hidden to fit" not in wide and "narrowest st" in wide
