@@ -37,9 +37,9 @@ class Column:
 
 Cell = str | Text
 
-# "│ " before each cell, " " after it, and the last "│"
+
 def _total(widths: Sequence[int]) -> int:
-    return sum(widths) + 3 * len(widths) + 1
+    return sum(widths) + 3 * len(widths) + 1  # "│ " before each cell, " " after it, and the last "│"
 
 
 def fit_widths(columns: Sequence[Column], natural: Sequence[int], width: int | None) -> tuple[list[int], list[int]]:
