@@ -122,6 +122,22 @@ def unprivileged() -> list[str]:
     pytest.skip("running as root, which ignores file modes, and `unshare -U` is not allowed here")
 
 
+def irscope_with_locked_dir(locked: Path, mode: int, *argv: str):
+    """`python -m irscope ARGV` where file modes hold (unprivileged), with the directory `locked` made
+    and set to `mode` for the run, then opened again (pytest must be able to remove it)."""
+    import subprocess
+    import sys
+
+    prefix = unprivileged()
+    locked.mkdir()
+    locked.chmod(mode)
+    try:
+        return subprocess.run([*prefix, sys.executable, "-m", "irscope", *map(str, argv)],
+                              capture_output=True, text=True, timeout=300)
+    finally:
+        locked.chmod(0o755)
+
+
 def rule_findings(rule_cls, *paths):
     """{kernel key: (KernelReport, [findings of this one rule])} for every kernel under `paths`.
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import FIXTURES, copy_tree, kernel_dirs, unprivileged
+from conftest import FIXTURES, copy_tree, irscope_with_locked_dir, kernel_dirs
 
 import irscope.pipeline
 from irscope.cli import main
@@ -162,14 +162,7 @@ def test_occupancy_with_a_kernel_it_cannot_read_exits_3(cache, capsys, manifest)
 
 def test_an_unreadable_directory_is_partial(cache):
     """A run-level error problem (a directory os.walk could not list) is partial results too."""
-    prefix = unprivileged()
     locked = cache / "locked"
-    locked.mkdir()
-    locked.chmod(0)
-    try:
-        proc = subprocess.run([*prefix, sys.executable, "-m", "irscope", "scan", str(cache), "--no-cache"],
-                              capture_output=True, text=True)
-    finally:
-        locked.chmod(0o755)
+    proc = irscope_with_locked_dir(locked, 0, "scan", cache, "--no-cache")
     assert proc.returncode == 3, proc.stderr
     assert f"{locked}: cannot read: Permission denied" in proc.stdout

@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import FIXTURES, copy_tree, kernel_dirs, unprivileged
+from conftest import FIXTURES, copy_tree, irscope_with_locked_dir, kernel_dirs
 
 from irscope.cli import main
 from irscope.exit_codes import EXIT_GATE, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE
@@ -96,15 +96,8 @@ def test_overlapping_fixture_caches_count_as_one(capsys):
 
 
 def test_an_unreadable_root_is_named_and_exits_2(tmp_path):
-    prefix = unprivileged()
     locked = tmp_path / "locked"
-    locked.mkdir()
-    locked.chmod(0)
-    try:
-        proc = subprocess.run([*prefix, sys.executable, "-m", "irscope", "scan", str(locked), "--no-cache"],
-                              capture_output=True, text=True)
-    finally:
-        locked.chmod(0o755)
+    proc = irscope_with_locked_dir(locked, 0, "scan", locked, "--no-cache")
     assert proc.returncode == EXIT_USAGE, proc.stderr
     assert f"{locked}: cannot read: Permission denied" in proc.stderr
     assert "no Triton kernels found" not in proc.stderr

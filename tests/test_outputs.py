@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, copy_tree, tree_digest, unprivileged
+from conftest import FIXTURES, copy_tree, irscope_with_locked_dir, tree_digest
 
 import irscope.pipeline
 from irscope.cli import main
@@ -164,15 +164,8 @@ def test_diff_checks_its_outputs_before_reading_either_side(capsys, no_scan, tmp
 
 
 def test_an_output_in_a_read_only_directory_is_refused_before_scanning(cache, tmp_path):
-    prefix = unprivileged()
     locked = tmp_path / "locked"
-    locked.mkdir()
-    locked.chmod(0o555)
-    try:
-        proc = subprocess.run([*prefix, sys.executable, "-m", "irscope", "scan", str(cache), "--no-cache",
-                               "--json", str(locked / "r.json")], capture_output=True, text=True, timeout=300)
-    finally:
-        locked.chmod(0o755)
+    proc = irscope_with_locked_dir(locked, 0o555, "scan", cache, "--no-cache", "--json", locked / "r.json")
     assert proc.returncode == 2 and proc.stdout == ""
     assert one_line(proc.stderr) == f"irscope: {locked / 'r.json'}: cannot write: permission denied in {locked}"
 
