@@ -159,7 +159,7 @@ def _cmd_scan(args: argparse.Namespace) -> int:
     elif args.json:
         write_text(args.json, report.to_json() + "\n")
     if args.json != "-" and not to_stdout:
-        render(report, _console(), args.wide)
+        render(report, _console(), args.wide, args.every_config, args.sweep)
     return _status([report], _findings_gate(report, args.fail_on))
 
 
@@ -540,7 +540,7 @@ def _run_script(args: argparse.Namespace, script: str) -> int:
             write_text(args.json, report.to_json() + "\n")
     if args.json != "-" and not to_stdout and report.kernels:
         out = _console()
-        render(report, out, args.wide)
+        render(report, out, args.wide, args.every_config, args.sweep)
         if args.dump:
             from irscope.render.passes import timeline_view
 

@@ -56,6 +56,13 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
                       help="exit 1 when any finding is at SEVERITY (error, warning or info) or above; default: "
                            "findings do not change the exit status (README: Exit codes)")
     _wide_flag(scan)
+    configs = scan.add_mutually_exclusive_group()
+    configs.add_argument("--all", action="store_true", dest="every_config",
+                         help="list every autotune config as its own kernel, with its own findings, instead of one "
+                              "block per kernel family")
+    configs.add_argument("--sweep", action="store_true",
+                         help="show every config of each kernel family as a row (by default the 10 most serious "
+                              "that can launch)")
     _selection_flags(scan)
     scan.set_defaults(func=commands["scan"])
 

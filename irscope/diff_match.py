@@ -13,16 +13,14 @@ import re
 from dataclasses import dataclass
 
 from irscope.model import KernelReport
+from irscope.specialization import function_signature
 
 # Options that change the generated code; defaults that spell "unset" differently per version
 # are folded to one value (waves_per_eu: 1 before 3.3, 0 after).
 CODE_OPTIONS = ("num_warps", "num_stages", "num_ctas", "matrix_instr_nonkdim", "waves_per_eu", "kpack", "maxnreg",
                 "enable_fp_fusion")
 UNSET = {"waves_per_eu": (0, 1), "matrix_instr_nonkdim": (0,), "kpack": (1,), "num_ctas": (1,)}
-_FUNC = re.compile(r"tt\.func\s+(?:public\s+)?@[\w$.]+\((.*?)\)\s*(?:attributes|\{|loc)", re.S)
-_ARG_ATTR = re.compile(r"(tt\.divisibility|tt\.pointer_range)\s*=\s*(\d+)")
 _TENSOR = re.compile(r"tensor<([0-9x]+)x")
-_LOC = re.compile(r"\s*loc\([^()]*(?:\([^()]*\)[^()]*)*\)")
 
 
 @dataclass(frozen=True)
@@ -68,27 +66,11 @@ def _ttir_signature(kr: KernelReport) -> tuple:
         text = artifact.read_bytes().decode("utf-8", "replace")
     except (OSError, ArtifactError):  # gone, or over the size limit
         return ()
-    m = _FUNC.search(text)
-    if m is None:
+    args = function_signature(text)
+    if args is None:
         return ()
-    args = []
-    for raw in _split_args(_LOC.sub("", m.group(1))):
-        kind = raw.split(":", 1)[1].split("{")[0].strip() if ":" in raw else raw
-        args.append((kind, tuple(sorted(_ARG_ATTR.findall(raw)))))
     shapes = tuple(sorted(set(_TENSOR.findall(text))))
-    return tuple(args), shapes
-
-
-def _split_args(text: str) -> list[str]:
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        depth += ch in "<({[" and 1 or 0
-        depth -= ch in ">)}]" and 1 or 0
-        if ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return [p.strip() for p in parts if p.strip()]
+    return args, shapes
 
 
 def match(before: tuple[KernelReport, ...], after: tuple[KernelReport, ...],

@@ -230,6 +230,8 @@ class KernelReport:
     layouts: LayoutSummary | None = None  # the TTGIR's conversions and LDS round trips
     launches: tuple[Launch, ...] = ()  # recorded by `irscope scan script.py`
     passes: PassTimeline | None = None  # from `irscope scan script.py --dump`
+    # The TTGIR's signature and dot tiles: what groups configs into families (irscope/families.py).
+    specialization: Specialization | None = None
 
     @property
     def ok(self) -> bool:
@@ -243,3 +245,4 @@ from irscope.findings import Finding  # noqa: E402
 from irscope.layout_summary import LayoutSummary  # noqa: E402
 from irscope.launches import Launch  # noqa: E402
 from irscope.pass_timeline import PassTimeline  # noqa: E402
+from irscope.specialization import Specialization  # noqa: E402

@@ -26,6 +26,7 @@ from irscope.report import Report
 from irscope.resources import read_resources
 from irscope.rule_context import KernelContext
 from irscope.rule_engine import RuleSelection, run_rules
+from irscope.specialization import specialization_of
 from irscope.targets import infer_from_ir
 
 
@@ -344,7 +345,9 @@ def _analyze(kernel: Kernel, problems: Sequence[Problem], sass: bool, rules: Rul
     # Layouts first: a TTGIR that cannot be read is then among the context's problems run_rules returns.
     layouts = summarize(context.layout_facts) if context.layout_facts is not None else None
     findings, rule_problems = run_rules(context, rules)
+    specialization = specialization_of(context.ttgir) if context.ttgir is not None else None
     # dict.fromkeys: one broken file read by two analyses (the .amdgcn for resources and for the ISA) is one problem.
     return KernelReport(kernel=kernel, resources=resources, problems=tuple(dict.fromkeys(tuple(problems) + tuple(more)
                         + assembly.problems + tuple(unknown) + tuple(rule_problems))), mix=mix, occupancy=occupancy,
-                        findings=tuple(findings), layouts=layouts, launches=tuple(launches))
+                        findings=tuple(findings), layouts=layouts, launches=tuple(launches),
+                        specialization=specialization)

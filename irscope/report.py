@@ -49,9 +49,13 @@ class Report:
                      and (arch is None or (r.kernel.target is not None and r.kernel.target.arch == arch)))
 
     def to_json(self, indent: int | None = None) -> str:
+        """Every kernel, and the families they form (derived, so a loaded report recomputes them)."""
+        from irscope.families import families
         from irscope.render.safe import json_safe
 
-        return json_safe(json.dumps(to_data(self), indent=indent, ensure_ascii=False))
+        data = to_data(self)
+        data["families"] = to_data(families(self.kernels))
+        return json_safe(json.dumps(data, indent=indent, ensure_ascii=False))
 
     @classmethod
     def from_json(cls, text: str, source: str = "<report>", artifacts: str | None = None) -> "Report":

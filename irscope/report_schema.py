@@ -126,8 +126,13 @@ def _model_origin() -> type:
 
 
 def report_schema() -> dict:
+    from irscope.families import Family
+
     builder = _Builder()
     top = builder.object_schema(Report, tagged=False)
+    # Derived when written (irscope/families.py), ignored when read: not required.
+    top["properties"]["families"] = {"type": "array", "items": builder.ref(Family),
+                                     "description": "the kernels grouped into families of autotune configs"}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": f"irscope report, schema version {SCHEMA_VERSION}",

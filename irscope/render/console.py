@@ -102,14 +102,15 @@ def kernel_row(r: KernelReport) -> list[str | Text]:
     ]
 
 
-def kernel_table(report: Report, width: int | None = None) -> Text:
+def kernel_table(report: Report | Sequence[KernelReport], width: int | None = None, title: str | None = None) -> Text:
     """`width`: the terminal's; None shows every column (--wide)."""
+    kernels = report.kernels if isinstance(report, Report) else report
     rows = []
-    for r in sorted(report.kernels, key=sort_key):
+    for r in sorted(kernels, key=sort_key):
         cells = dict(zip((c.name for c in COLUMNS), kernel_row(r)))
         cells["key"] = printable(short_key(r.kernel.key))
         rows.append([cells[n] for n in CONSOLE_ORDER])
-    return draw_table(f"{len(report.kernels)} kernels", CONSOLE_COLUMNS, rows, width)
+    return draw_table(title or f"{len(kernels)} kernels", CONSOLE_COLUMNS, rows, width)
 
 
 def problem_lines(report: Report) -> list[Text]:
@@ -125,10 +126,10 @@ def problem_lines(report: Report) -> list[Text]:
     return lines
 
 
-def finding_lines(report: Report) -> list[Text]:
+def finding_lines(report: Report | Sequence[KernelReport]) -> list[Text]:
     """Findings grouped by kernel in the table's order, most serious first, each with its line and the fix."""
     lines: list[Text] = []
-    for r in sorted(report.kernels, key=sort_key):
+    for r in sorted(report.kernels if isinstance(report, Report) else report, key=sort_key):
         if r.findings:
             lines.extend(kernel_finding_lines(r, r.findings))
     return lines
@@ -150,15 +151,36 @@ def kernel_finding_lines(r: KernelReport, findings: Sequence[Finding]) -> list[T
     return lines
 
 
-def render(report: Report, console: Console, wide: bool = False) -> None:
+def render(report: Report, console: Console, wide: bool = False, every_config: bool = False,
+           sweep: bool = False) -> None:
+    """The table of kernels, then (unless `every_config`, --all) one block per family of configs
+    (irscope/render/families.py; `sweep`: every config a row), then the problems."""
+    from irscope.families import families
+    from irscope.render.families import family_blocks
+
+    width = None if wide else console.width
+    blocks = [] if every_config else [f for f in families(report.kernels) if len(f.configs) > 1]
+    grouped = {c.kernel for f in blocks for c in f.configs}
+    alone = [r for r in report.kernels if r.kernel.key not in grouped]
     # One Text, printed without wrapping: thousands of findings as separate renderables took
     # seconds; a finding's lines are short, and a terminal wraps a long path by itself.
-    parts = [kernel_table(report, None if wide else console.width)]
-    findings = finding_lines(report)
+    parts = []
+    if alone or not blocks:
+        title = f"{len(alone)} kernels" if not blocks else \
+            f"{len(alone)} kernels alone; {len(grouped)} more in {len(blocks)} families below (--all lists each)"
+        parts.append(kernel_table(alone, width, title))
+    findings = finding_lines(alone)
     if findings:
-        count = sum(len(r.findings) for r in report.kernels)
+        count = sum(len(r.findings) for r in alone)
         parts.append(Text(f"\nFindings ({count}; `irscope explain CODE` says more):", style="bold"))
         parts.extend(findings)
+    if blocks:
+        count = sum(len(r.findings) for r in report.kernels if r.kernel.key in grouped)
+        lines = sum(len(f.findings) for f in blocks)
+        parts.append(Text(f"\nKernel families ({len(grouped)} configs in {len(blocks)} families; their {count} "
+                          f"findings as {lines} lines, one per rule and Python line; --all lists each config):",
+                          style="bold"))
+        parts.extend(family_blocks(blocks, {r.kernel.key: r for r in report.kernels}, width, sweep))
     problems = problem_lines(report)
     if problems:
         parts.append(Text("\nProblems (the other kernels are analyzed in full):", style="bold"))

@@ -1,0 +1,152 @@
+"""The console's family blocks: one table of configs per kernel family, its findings once each.
+
+A family of one config is not a block: it stays a row of the kernel table. Configs are numbered
+in the block's order (most serious first), and the findings and launch reasons below the table
+name configs by that number (`#3`).
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from rich.text import Text
+
+from irscope.families import Family, SharedFinding
+from irscope.model import KernelReport
+from irscope.render.console import _instructions, _registers, short_key
+from irscope.render.occupancy import occupancy_cell
+from irscope.render.safe import printable, printable_message, printable_name
+from irscope.render.table import Column, draw_table
+
+# Short headers for the compile options; constexprs keep their own names.
+HEADERS = {"num_warps": "warps", "num_stages": "stages", "waves_per_eu": "wpe", "matrix_instr_nonkdim": "mfma",
+           "kpack": "kpack", "num_ctas": "ctas", "maxnreg": "maxnreg"}
+# After the parameters, most important first: the width hides them from the right.
+FACT_COLUMNS = (Column("launch"), Column("occupancy"), Column("spills", "right"), Column("LDS/smem B", "right"),
+                Column("VGPR/regs", "right"), Column("findings", "right"), Column("grid/slots", "right"),
+                Column("instrs (loop)", "right"), Column("key", keep=False))
+SHOWN = 8  # config numbers named in one line before "+N more"
+ROWS = 10  # config rows a family shows unless --sweep asks for every one
+
+
+def label(n: int) -> str:
+    return f"#{n + 1}"
+
+
+def labels(positions: Sequence[int], most: int = SHOWN) -> str:
+    """`#1-#4 #7 +3 more`: config numbers, runs joined, at most `most` runs named."""
+    runs: list[list[int]] = []
+    for p in sorted(positions):
+        if runs and p == runs[-1][1] + 1:
+            runs[-1][1] = p
+        else:
+            runs.append([p, p])
+    named = [label(a) if a == b else f"{label(a)}-{label(b)}" for a, b in runs[:most]]
+    rest = sum(b - a + 1 for a, b in runs[most:])
+    return " ".join(named) + (f" +{rest} more" if rest else "")
+
+
+def config_table(family: Family, kernels: Mapping[str, KernelReport], width: int | None,
+                 positions: Sequence[int] | None = None) -> Text:
+    """The configs at `positions` (all by default) as rows, numbered by their place in the family."""
+    params = family.varying or tuple(n for n, _ in family.configs[0].params)
+    columns = [Column("#", "right", keep=True)]
+    columns += [Column(HEADERS.get(n, printable_name(n)), "right", keep=True) for n in params]
+    columns += FACT_COLUMNS
+    rows = []
+    for i in range(len(family.configs)) if positions is None else positions:
+        c = family.configs[i]
+        r = kernels[c.kernel]
+        regs, _, spill, _ = _registers(r)
+        shared = r.kernel.options.shared
+        launch = (Text("no", style="bold red") if c.fit.launches is False
+                  else Text("yes") if c.fit.launches else Text("?", style="dim"))
+        grid = "-" if c.workgroups is None else f"{c.workgroups:,}/{c.slots:,}" if c.slots else f"{c.workgroups:,}/?"
+        rows.append([label(i) + ("*" if c.chosen else ""), *(printable(c.param(n)) for n in params), launch,
+                     occupancy_cell(r.occupancy), spill, "-" if shared is None else f"{shared.value:,}", regs,
+                     str(c.findings), grid, _instructions(r), printable(short_key(c.kernel))])
+    return draw_table("", columns, rows, width)
+
+
+def family_heading(family: Family) -> Text:
+    n = len(family.configs)
+    cannot = sum(c.fit.launches is False for c in family.configs)
+    spilling = sum(bool(c.spills) for c in family.configs)
+    parts = [f"{n} configs", f"{cannot} cannot launch" if cannot else "", f"{spilling} spill" if spilling else ""]
+    text = Text.assemble((printable_name(family.name), "bold"), "  ", printable_name(family.arch or "?"), "  ",
+                         f"triton {printable_name(family.triton or '?')}  ", ", ".join(p for p in parts if p))
+    return text
+
+
+def autotune_line(family: Family) -> Text | None:
+    if family.autotune == "measured":
+        return Text("  * the config the autotuner chose, timed on the GPU", style="dim")
+    if family.autotune == "not measured":
+        chosen = next((label(i) for i, c in enumerate(family.configs) if c.chosen), None)
+        return Text(f"  autotuner: not measured (--target compiles every config and times none; it kept "
+                    f"the first, {chosen or 'none'})", style="dim")
+    return None
+
+
+def launch_lines(family: Family) -> list[Text]:
+    """The configs that cannot launch, one line per reason (the resources over the hardware's)."""
+    by_reason: dict[str, list[int]] = {}
+    for i, c in enumerate(family.configs):
+        if c.fit.launches is False:
+            by_reason.setdefault("; ".join(c.fit.why), []).append(i)
+    lines = [Text.assemble("  ", (f"{labels(positions)} cannot launch: ", "red"), printable(reason))
+             for reason, positions in by_reason.items()]
+    spilling = [i for i, c in enumerate(family.configs) if c.spills]
+    if spilling:
+        lines.append(Text(f"  {labels(spilling)} spill registers", style="yellow"))
+    grid = [i for i, c in enumerate(family.configs) if c.workgroups is not None and c.slots and c.workgroups < c.slots]
+    if grid:
+        lines.append(Text(f"  {labels(grid)} launch fewer workgroups than the device holds at once "
+                          "(CUs x workgroups per CU)", style="yellow"))
+    return lines
+
+
+def shared_finding_lines(family: Family, shared: SharedFinding) -> list[Text]:
+    style = {"error": "red", "warning": "yellow"}.get(shared.severity, "cyan")
+    n, total = len(shared.configs), len(family.configs)
+    where = printable(shared.python) if shared.python else printable(shared.example.stage)
+    spared = family.spared(shared)
+    # Name the smaller side: the configs it is in, or those it spares.
+    spares = "" if not spared else f": {labels(shared.configs)}" if n <= len(spared) else f"; spares {labels(spared)}"
+    example = label(shared.configs[0])
+    return [Text.assemble("  ", (f"{shared.severity} {shared.code}", style), f" {shared.slug}  {where}  ",
+                          (f"in {n} of {total} configs{spares}", "bold")),
+            Text(f"      {example}: " + printable_message(shared.example.message)),
+            Text("      fix: " + printable(shared.example.fix), style="dim")]
+
+
+def family_block(family: Family, kernels: Mapping[str, KernelReport], width: int | None,
+                 sweep: bool = False) -> list[Text]:
+    """The family's heading, what cannot launch or spills, its configs (every one with `sweep`, else
+    the ROWS most serious that can launch) and its findings, one line per rule and Python line."""
+    lines = [Text(""), family_heading(family)]
+    lines.extend(launch_lines(family))
+    note = autotune_line(family)
+    if note is not None:
+        lines.append(note)
+    positions = None
+    if not sweep:
+        launching = [i for i, c in enumerate(family.configs) if c.fit.launches is not False]
+        positions = launching[:ROWS]
+    lines.append(config_table(family, kernels, width, positions))
+    if positions is not None and len(positions) < len(family.configs):
+        lines.append(Text(f"  {len(positions)} of {len(family.configs)} configs shown; --sweep shows every one",
+                          style="dim"))
+    for shared in family.findings:
+        lines.extend(shared_finding_lines(family, shared))
+    return lines
+
+
+def family_blocks(blocks: Sequence[Family], kernels: Mapping[str, KernelReport], width: int | None,
+                  sweep: bool = False) -> list[Text]:
+    out: list[Text] = []
+    for family in blocks:
+        out.extend(family_block(family, kernels, width, sweep))
+    return out
+
+
