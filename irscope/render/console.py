@@ -19,6 +19,7 @@ from irscope.report import Report
 
 if TYPE_CHECKING:
     from irscope.findings import Finding
+    from irscope.source_roots import SourceRoots
 
 
 def _v(fact: Fact | None) -> int | None:
@@ -125,16 +126,26 @@ def problem_lines(report: Report) -> list[Text]:
     return lines
 
 
-def finding_lines(report: Report) -> list[Text]:
+def finding_lines(report: Report, roots: SourceRoots | None = None) -> list[Text]:
     """Findings grouped by kernel in the table's order, most serious first, each with its line and the fix."""
     lines: list[Text] = []
     for r in sorted(report.kernels, key=sort_key):
         if r.findings:
-            lines.extend(kernel_finding_lines(r, r.findings))
+            lines.extend(kernel_finding_lines(r, r.findings, roots))
     return lines
 
 
-def kernel_finding_lines(r: KernelReport, findings: Sequence[Finding]) -> list[Text]:
+def finding_where(f: Finding, roots: SourceRoots | None = None) -> str:
+    """`f.where`, its paths repository-relative where `roots` (--source, source-roots) maps them."""
+    if roots is None or not roots.configured:
+        return f.where
+    import dataclasses
+
+    return dataclasses.replace(f, path=roots.shown(f.path),
+                               python_file=f.python_file and roots.shown(f.python_file)).where
+
+
+def kernel_finding_lines(r: KernelReport, findings: Sequence[Finding], roots: SourceRoots | None = None) -> list[Text]:
     """One kernel's heading and the given findings of it, as `scan` prints them (the pytest plugin
     and irscope.testing show a failure with these too, as plain text)."""
     from irscope.findings import SEVERITIES
@@ -144,17 +155,18 @@ def kernel_finding_lines(r: KernelReport, findings: Sequence[Finding]) -> list[T
                            (printable_name(r.kernel.key), "dim"))]
     for f in sorted(findings, key=lambda f: (SEVERITIES.index(f.severity), f.code, f.line or 0)):
         style = {"error": "red", "warning": "yellow"}.get(f.severity, "cyan")
-        lines.append(Text.assemble("  ", (f"{f.severity} {f.code}", style), f" {f.slug}  ", printable(f.where)))
+        lines.append(Text.assemble("  ", (f"{f.severity} {f.code}", style), f" {f.slug}  ",
+                                   printable(finding_where(f, roots))))
         lines.append(Text("      " + printable_message(f.message)))
         lines.append(Text("      fix: " + printable(f.fix), style="dim"))
     return lines
 
 
-def render(report: Report, console: Console, wide: bool = False) -> None:
+def render(report: Report, console: Console, wide: bool = False, roots: SourceRoots | None = None) -> None:
     # One Text, printed without wrapping: thousands of findings as separate renderables took
     # seconds; a finding's lines are short, and a terminal wraps a long path by itself.
     parts = [kernel_table(report, None if wide else console.width)]
-    findings = finding_lines(report)
+    findings = finding_lines(report, roots)
     if findings:
         count = sum(len(r.findings) for r in report.kernels)
         parts.append(Text(f"\nFindings ({count}; `irscope explain CODE` says more):", style="bold"))
