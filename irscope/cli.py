@@ -150,8 +150,8 @@ def _cmd_scan(args: argparse.Namespace) -> int:
     if args.tui:
         if args.json and args.json != "-":
             write_text(args.json, report.to_json() + "\n")
-        return _run_tui(report, None, ())
-    from irscope.exports import write_scan
+        return _run_tui(report, None, tuple(args.source))
+    from irscope.exports import source_roots, write_scan
 
     to_stdout = write_scan(report, args)  # --sarif, --csv, --parquet, --markdown
     if args.json == "-":
@@ -159,7 +159,7 @@ def _cmd_scan(args: argparse.Namespace) -> int:
     elif args.json:
         write_text(args.json, report.to_json() + "\n")
     if args.json != "-" and not to_stdout:
-        render(report, _console(), args.wide, args.every_config, args.sweep)
+        render(report, _console(), args.wide, args.every_config, args.sweep, source_roots(args))
     return _status([report], _findings_gate(report, args.fail_on))
 
 
@@ -524,11 +524,11 @@ def _run_script(args: argparse.Namespace, script: str) -> int:
     report = result.report
     if args.tui and report.kernels:
         try:
-            return _run_tui(report, None, ())
+            return _run_tui(report, None, tuple(args.source))
         finally:
             if only_for_tui:
                 kept_runs.remove([result.kept.name])
-    from irscope.exports import write_scan
+    from irscope.exports import source_roots, write_scan
 
     to_stdout = write_scan(report, args) if report.kernels else False  # --sarif, --csv, --parquet, --markdown
     if args.json:
@@ -540,7 +540,7 @@ def _run_script(args: argparse.Namespace, script: str) -> int:
             write_text(args.json, report.to_json() + "\n")
     if args.json != "-" and not to_stdout and report.kernels:
         out = _console()
-        render(report, out, args.wide, args.every_config, args.sweep)
+        render(report, out, args.wide, args.every_config, args.sweep, source_roots(args))
         if args.dump:
             from irscope.render.passes import timeline_view
 

@@ -32,6 +32,10 @@ def add_scan_flags(parser: argparse.ArgumentParser) -> None:
                              "(pip install 'irscope[parquet]')")
     parser.add_argument("--markdown", metavar="FILE",
                         help="write a summary for a pull-request comment to FILE ('-' for stdout)")
+    parser.add_argument("--source", action="append", default=[], metavar="DIR",
+                        help="the repository checkout (repeatable): Python paths found under DIR, by their trailing "
+                             "components, are shown and exported relative to the first DIR (SARIF's SRCROOT); "
+                             "[tool.irscope] source-roots maps them too")
 
 
 def add_diff_flags(parser: argparse.ArgumentParser) -> None:
@@ -42,6 +46,16 @@ def add_diff_flags(parser: argparse.ArgumentParser) -> None:
 def check(args: argparse.Namespace, names: tuple[str, ...] = SCAN_EXPORTS, roots: Iterable[str] = ()) -> str | None:
     """Why these export flags cannot be honoured, or None: two on stdout, no pyarrow, a FILE that
     cannot be written or lies inside one of `roots` (the paths to be scanned)."""
+    from irscope.rule_engine import RuleConfigError
+    from irscope.source_roots import source_dir_problem
+
+    problem = source_dir_problem(getattr(args, "source", None) or ())
+    if problem:
+        return problem
+    try:  # [tool.irscope] source-roots, read before a long scan
+        source_roots(args)
+    except RuleConfigError as exc:
+        return str(exc)
     given = {n: getattr(args, n, None) for n in names if getattr(args, n, None)}
     to_stdout = [n for n, v in given.items() if v == STDOUT]
     if len(to_stdout) > 1:
@@ -83,12 +97,21 @@ def _write(path: str, text: str, terminal_safe: bool = False) -> None:
         write_text(path, text)
 
 
+def source_roots(args: argparse.Namespace):
+    """The roots that map the report's Python paths into the repository: --source DIR (repeatable)
+    and [tool.irscope] source-roots (irscope/source_roots.py); checked by `check`."""
+    from irscope.source_roots import load_source_roots
+
+    return load_source_roots(getattr(args, "source", None) or ())
+
+
 def write_scan(report, args: argparse.Namespace) -> bool:
     """Write every export asked for (not --json, which the command writes); True when one went to stdout."""
+    roots = source_roots(args) if args.sarif or args.markdown else None
     if args.sarif:
         from irscope.render.sarif import sarif_text
 
-        _write(args.sarif, sarif_text(report))
+        _write(args.sarif, sarif_text(report, roots=roots))
     if args.csv or args.parquet:
         from irscope.render.frames import findings_frame, findings_path, kernels_frame
 
@@ -104,7 +127,7 @@ def write_scan(report, args: argparse.Namespace) -> bool:
     if args.markdown:
         from irscope.render.markdown import scan_markdown
 
-        _write(args.markdown, scan_markdown(report))
+        _write(args.markdown, scan_markdown(report, roots=roots))
     return STDOUT in (args.sarif, args.csv, args.markdown)
 
 

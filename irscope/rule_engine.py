@@ -23,7 +23,8 @@ from irscope.rule import Rule
 from irscope.rule_context import KernelContext
 
 ENTRY_POINT_GROUP = "irscope.rules"
-CONFIG_KEYS = frozenset({"select", "ignore", "per-kernel-ignores", "regression", "regression-severity"})
+CONFIG_KEYS = frozenset({"select", "ignore", "per-kernel-ignores", "regression", "regression-severity",
+                         "source-roots"})  # irscope/source_roots.py
 
 
 class RuleConfigError(ValueError):

@@ -42,11 +42,14 @@ def read_source(path: str) -> str | None:
 
 def kernel_source(name: str, files, source_dirs=()) -> tuple[str | None, str | None]:
     """(path, text) of kernel `name`'s own Python file among the `files` an artifact names: the
-    one that defines `def name(`, read where the artifact says and then, by its base name, under
-    each of `source_dirs` (the kernel was compiled on another machine); a lone file is taken as
-    it is. (None, None) when none is readable."""
+    one that defines `def name(`, read where the artifact says and then under `source_dirs` by its
+    trailing path components (the kernel was compiled on another machine: source_roots.find_under,
+    which maps SARIF and report paths too); a lone file is taken as it is. (None, None) when none
+    is readable."""
+    from irscope.source_roots import find_under
+
     candidates = sorted(files)
-    elsewhere = [os.path.join(d, os.path.basename(f)) for d in source_dirs for f in candidates]
+    elsewhere = [found for f in candidates if (found := find_under(os.path.abspath(f), tuple(source_dirs)))]
     for path in candidates + elsewhere:
         text = read_source(path)
         if text is not None and (f"def {name}(" in text or len(candidates) == 1):

@@ -19,6 +19,7 @@ from irscope.report import Report
 
 if TYPE_CHECKING:
     from irscope.findings import Finding
+    from irscope.source_roots import SourceRoots
 
 
 def _v(fact: Fact | None) -> int | None:
@@ -126,16 +127,26 @@ def problem_lines(report: Report) -> list[Text]:
     return lines
 
 
-def finding_lines(report: Report | Sequence[KernelReport]) -> list[Text]:
+def finding_lines(report: Report | Sequence[KernelReport], roots: SourceRoots | None = None) -> list[Text]:
     """Findings grouped by kernel in the table's order, most serious first, each with its line and the fix."""
     lines: list[Text] = []
     for r in sorted(report.kernels if isinstance(report, Report) else report, key=sort_key):
         if r.findings:
-            lines.extend(kernel_finding_lines(r, r.findings))
+            lines.extend(kernel_finding_lines(r, r.findings, roots))
     return lines
 
 
-def kernel_finding_lines(r: KernelReport, findings: Sequence[Finding]) -> list[Text]:
+def finding_where(f: Finding, roots: SourceRoots | None = None) -> str:
+    """`f.where`, its paths repository-relative where `roots` (--source, source-roots) maps them."""
+    if roots is None or not roots.configured:
+        return f.where
+    import dataclasses
+
+    return dataclasses.replace(f, path=roots.shown(f.path),
+                               python_file=f.python_file and roots.shown(f.python_file)).where
+
+
+def kernel_finding_lines(r: KernelReport, findings: Sequence[Finding], roots: SourceRoots | None = None) -> list[Text]:
     """One kernel's heading and the given findings of it, as `scan` prints them (the pytest plugin
     and irscope.testing show a failure with these too, as plain text)."""
     from irscope.findings import SEVERITIES
@@ -145,14 +156,15 @@ def kernel_finding_lines(r: KernelReport, findings: Sequence[Finding]) -> list[T
                            (printable_name(r.kernel.key), "dim"))]
     for f in sorted(findings, key=lambda f: (SEVERITIES.index(f.severity), f.code, f.line or 0)):
         style = {"error": "red", "warning": "yellow"}.get(f.severity, "cyan")
-        lines.append(Text.assemble("  ", (f"{f.severity} {f.code}", style), f" {f.slug}  ", printable(f.where)))
+        lines.append(Text.assemble("  ", (f"{f.severity} {f.code}", style), f" {f.slug}  ",
+                                   printable(finding_where(f, roots))))
         lines.append(Text("      " + printable_message(f.message)))
         lines.append(Text("      fix: " + printable(f.fix), style="dim"))
     return lines
 
 
 def render(report: Report, console: Console, wide: bool = False, every_config: bool = False,
-           sweep: bool = False) -> None:
+           sweep: bool = False, roots: SourceRoots | None = None) -> None:
     """The table of kernels, then (unless `every_config`, --all) one block per family of configs
     (irscope/render/families.py; `sweep`: every config a row), then the problems."""
     from irscope.families import families
@@ -169,7 +181,7 @@ def render(report: Report, console: Console, wide: bool = False, every_config: b
         title = f"{len(alone)} kernels" if not blocks else \
             f"{len(alone)} kernels alone; {len(grouped)} more in {len(blocks)} families below (--all lists each)"
         parts.append(kernel_table(alone, width, title))
-    findings = finding_lines(alone)
+    findings = finding_lines(alone, roots)
     if findings:
         count = sum(len(r.findings) for r in alone)
         parts.append(Text(f"\nFindings ({count}; `irscope explain CODE` says more):", style="bold"))
@@ -180,7 +192,7 @@ def render(report: Report, console: Console, wide: bool = False, every_config: b
         parts.append(Text(f"\nKernel families ({len(grouped)} configs in {len(blocks)} families; their {count} "
                           f"findings as {lines} lines, one per rule and Python line; --all lists each config):",
                           style="bold"))
-        parts.extend(family_blocks(blocks, {r.kernel.key: r for r in report.kernels}, width, sweep))
+        parts.extend(family_blocks(blocks, {r.kernel.key: r for r in report.kernels}, width, sweep, roots))
     problems = problem_lines(report)
     if problems:
         parts.append(Text("\nProblems (the other kernels are analyzed in full):", style="bold"))

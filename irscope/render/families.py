@@ -17,6 +17,7 @@ from irscope.render.console import _instructions, _registers, short_key
 from irscope.render.occupancy import occupancy_cell
 from irscope.render.safe import printable, printable_message, printable_name
 from irscope.render.table import Column, draw_table
+from irscope.source_roots import SourceRoots
 
 # Short headers for the compile options; constexprs keep their own names.
 HEADERS = {"num_warps": "warps", "num_stages": "stages", "waves_per_eu": "wpe", "matrix_instr_nonkdim": "mfma",
@@ -106,10 +107,13 @@ def launch_lines(family: Family) -> list[Text]:
     return lines
 
 
-def shared_finding_lines(family: Family, shared: SharedFinding) -> list[Text]:
+def shared_finding_lines(family: Family, shared: SharedFinding, roots: SourceRoots | None = None) -> list[Text]:
     style = {"error": "red", "warning": "yellow"}.get(shared.severity, "cyan")
     n, total = len(shared.configs), len(family.configs)
-    where = printable(shared.python) if shared.python else printable(shared.example.stage)
+    f = shared.example
+    python = f"{roots.shown(f.python_file)}:{f.python_line}" if shared.python and roots and f.python_file \
+        else shared.python
+    where = printable(python) if python else printable(f.stage)
     spared = family.spared(shared)
     # Name the smaller side: the configs it is in, or those it spares.
     spares = "" if not spared else f": {labels(shared.configs)}" if n <= len(spared) else f"; spares {labels(spared)}"
@@ -121,7 +125,7 @@ def shared_finding_lines(family: Family, shared: SharedFinding) -> list[Text]:
 
 
 def family_block(family: Family, kernels: Mapping[str, KernelReport], width: int | None,
-                 sweep: bool = False) -> list[Text]:
+                 sweep: bool = False, roots: SourceRoots | None = None) -> list[Text]:
     """The family's heading, what cannot launch or spills, its configs (every one with `sweep`, else
     the ROWS most serious that can launch) and its findings, one line per rule and Python line."""
     lines = [Text(""), family_heading(family)]
@@ -138,15 +142,15 @@ def family_block(family: Family, kernels: Mapping[str, KernelReport], width: int
         lines.append(Text(f"  {len(positions)} of {len(family.configs)} configs shown; --sweep shows every one",
                           style="dim"))
     for shared in family.findings:
-        lines.extend(shared_finding_lines(family, shared))
+        lines.extend(shared_finding_lines(family, shared, roots))
     return lines
 
 
 def family_blocks(blocks: Sequence[Family], kernels: Mapping[str, KernelReport], width: int | None,
-                  sweep: bool = False) -> list[Text]:
+                  sweep: bool = False, roots: SourceRoots | None = None) -> list[Text]:
     out: list[Text] = []
     for family in blocks:
-        out.extend(family_block(family, kernels, width, sweep))
+        out.extend(family_block(family, kernels, width, sweep, roots))
     return out
 
 

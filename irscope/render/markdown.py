@@ -78,7 +78,7 @@ def _kernel_order(r: KernelReport) -> tuple:
     return (r.ok, sev, -len(r.findings), _occ_key(r), r.kernel.name, r.kernel.key)
 
 
-def scan_markdown(report: Report, top: int = TOP_FINDINGS, rows: int = TABLE_ROWS) -> str:
+def scan_markdown(report: Report, top: int = TOP_FINDINGS, rows: int = TABLE_ROWS, roots=None) -> str:
     kernels = report.kernels
     findings = [f for r in kernels for f in r.findings]
     archs = Counter(r.kernel.target.arch if r.kernel.target else "?" for r in kernels)
@@ -132,19 +132,24 @@ def scan_markdown(report: Report, top: int = TOP_FINDINGS, rows: int = TABLE_ROW
         for i, (r, f) in enumerate(ranked[:top], 1):
             out.append(f"{i}. **{escape(f.severity)} {escape(f.code)}** {code(f.slug)} "
                        f"in {code(shorten(r.kernel.name))} "
-                       f"{code(shorten(r.kernel.target.arch) if r.kernel.target else '?')} at {code(_where(f))}: "
+                       f"{code(shorten(r.kernel.target.arch) if r.kernel.target else '?')} "
+                       f"at {code(_where(f, roots))}: "
                        f"{escape(f.message)}  ")
             out.append(f"   Fix: {escape(f.fix)}")
     return "\n".join(out) + "\n"
 
 
-def _where(f) -> str:
-    """The Python line when known, else the artifact file's name and line."""
+def _where(f, roots=None) -> str:
+    """The Python line when known, else the artifact file's name and line; a file's repository-relative
+    path when `roots` (--source, source-roots: irscope/source_roots.py) maps it."""
     from pathlib import PurePath
 
+    def shown(path: str) -> str:
+        return (roots.relative(path) if roots is not None and roots.configured else None) or PurePath(path).name
+
     if f.python_file and f.python_line is not None:
-        return f"{PurePath(f.python_file).name}:{f.python_line}"
-    name = PurePath(f.path).name
+        return f"{shown(f.python_file)}:{f.python_line}"
+    name = shown(f.path)
     return name if f.line is None else f"{name}:{f.line}"
 
 

@@ -2,7 +2,8 @@
 
 Code scanning (GitHub's, VS Code's SARIF viewer) shows a result at its first location, so that
 is the kernel's Python line when the artifact carried it, else the artifact line; the artifact
-line is then a related location. Paths under the base directory (the current one by default)
+line is then a related location. Paths under the base directory (the current one by default),
+or that `--source DIR` / `[tool.irscope] source-roots` map into the repository (irscope/source_roots.py),
 are written relative to it, with `uriBaseId` SRCROOT, so a viewer can map them to a checkout.
 Text from artifacts is carried as JSON data, never interpreted.
 """
@@ -12,13 +13,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from urllib.parse import quote
 
 from irscope.findings import SEVERITIES, Finding
 from irscope.line_ranges import ranges_text
 from irscope.model import KernelReport
 from irscope.report import Report
+from irscope.source_roots import SourceRoots
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"
@@ -26,9 +28,12 @@ LEVELS = {"error": "error", "warning": "warning", "info": "note"}  # irscope sev
 BASE_ID = "SRCROOT"
 
 
-def sarif_log(report: Report, base: str | os.PathLike | None = None) -> dict:
-    """The SARIF log of `report`; paths under `base` (default: the current directory) are relative."""
-    root = Path(os.path.abspath(base if base is not None else os.getcwd()))
+def sarif_log(report: Report, base: str | os.PathLike | None = None, roots: SourceRoots | None = None) -> dict:
+    """The SARIF log of `report`; paths that `roots` maps, or under its base (`base`, default: the current
+    directory), are relative to that base."""
+    if roots is None:
+        roots = SourceRoots(base=os.path.abspath(base if base is not None else os.getcwd()))
+    root = roots
     rules = _rule_descriptors(report)
     index = {rule["id"]: i for i, rule in enumerate(rules)}
     results = [_result(kr, f, index, root) for kr in report.kernels for f in _ordered(kr.findings)]
@@ -42,7 +47,7 @@ def sarif_log(report: Report, base: str | os.PathLike | None = None) -> dict:
             "shortDescription": {"text": "Why is this Triton kernel slow at the codegen level?"},
             "rules": rules,
         }},
-        "originalUriBaseIds": {BASE_ID: {"uri": root.as_uri() + "/"}},
+        "originalUriBaseIds": {BASE_ID: {"uri": Path(root.base).as_uri().rstrip("/") + "/"}},
         "invocations": [{"executionSuccessful": not any(n["level"] == "error" for n in notifications),
                          "toolExecutionNotifications": notifications}],
         "results": results,
@@ -52,10 +57,10 @@ def sarif_log(report: Report, base: str | os.PathLike | None = None) -> dict:
     return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
 
 
-def sarif_text(report: Report, base: str | os.PathLike | None = None) -> str:
+def sarif_text(report: Report, base: str | os.PathLike | None = None, roots: SourceRoots | None = None) -> str:
     from irscope.render.safe import json_safe
 
-    return json_safe(json.dumps(sarif_log(report, base), indent=1, ensure_ascii=False)) + "\n"
+    return json_safe(json.dumps(sarif_log(report, base, roots), indent=1, ensure_ascii=False)) + "\n"
 
 
 def _ordered(findings: tuple[Finding, ...]) -> list[Finding]:
@@ -101,7 +106,7 @@ def _unwrap(text: str) -> str:
     return "\n\n".join(" ".join(p.split()) for p in text.split("\n\n") if p.strip())
 
 
-def _result(kr: KernelReport, f: Finding, index: dict[str, int], root: Path) -> dict:
+def _result(kr: KernelReport, f: Finding, index: dict[str, int], root: SourceRoots) -> dict:
     artifact = _location(f.path, f.line, root, f"{f.stage} artifact")
     if f.python_file and f.python_line is not None:
         locations = [_location(f.python_file, f.python_line, root, "kernel source")]
@@ -128,21 +133,18 @@ def _result(kr: KernelReport, f: Finding, index: dict[str, int], root: Path) -> 
     return result
 
 
-def _location(path: str, line: int | None, root: Path, what: str) -> dict:
+def _location(path: str, line: int | None, root: SourceRoots, what: str) -> dict:
     physical: dict = {"artifactLocation": _artifact_location(path, root)}
     if line is not None and line >= 1:
         physical["region"] = {"startLine": line}
     return {"physicalLocation": physical, "message": {"text": what}}
 
 
-def _artifact_location(path: str, root: Path) -> dict:
-    p = Path(path)
-    absolute = p if p.is_absolute() else Path(os.path.abspath(p))
-    try:
-        relative = absolute.relative_to(root)
-    except ValueError:
-        return {"uri": "file://" + quote(_path_bytes(absolute.as_posix()))}
-    return {"uri": quote(_path_bytes(PurePosixPath(*relative.parts).as_posix())), "uriBaseId": BASE_ID}
+def _artifact_location(path: str, root: SourceRoots) -> dict:
+    relative = root.relative(path)
+    if relative is None:  # under no root: the path as the artifact gave it, never guessed
+        return {"uri": "file://" + quote(_path_bytes(Path(os.path.abspath(path)).as_posix()))}
+    return {"uri": quote(_path_bytes(relative)), "uriBaseId": BASE_ID}
 
 
 def _path_bytes(path: str) -> bytes:
@@ -154,7 +156,7 @@ def _path_bytes(path: str) -> bytes:
         return path.encode("utf-8", "surrogatepass")
 
 
-def _notification(problem, root: Path) -> dict:
+def _notification(problem, root: SourceRoots) -> dict:
     level = "error" if problem.severity == "error" else "warning"
     return {"level": level, "message": {"text": problem.message},
             "locations": [_location(problem.path, problem.line, root, "problem")]}
