@@ -112,12 +112,15 @@ def test_python_path_outside_every_root_stays_absolute(built, tmp_path):
 
 def test_console_and_markdown_show_the_repo_relative_path(built):
     build, checkout, _, cache, work = built
-    proc = _irscope("scan", str(cache), "--wide", "--source", str(checkout), cwd=work)
+    proc = _irscope("scan", str(cache), "--wide", "--all", "--source", str(checkout), cwd=work)
     assert proc.returncode in (0, 1), proc.stderr
     assert f"({EXAMPLE}:" in proc.stdout and str(build / EXAMPLE) not in proc.stdout
+    family = _irscope("scan", str(cache), "--wide", "--source", str(checkout), cwd=work)  # its 2 configs: a family
+    assert "Kernel families" in family.stdout
+    assert f"  {EXAMPLE}:" in family.stdout and str(build / EXAMPLE) not in family.stdout
     proc = _irscope("scan", str(cache), "--markdown", "-", "--source", str(checkout), cwd=work)
     assert f"`{EXAMPLE}:" in proc.stdout
-    unmapped = _irscope("scan", str(cache), "--wide", cwd=work)  # no root: the path as the artifact gave it
+    unmapped = _irscope("scan", str(cache), "--wide", "--all", cwd=work)  # no root: the path as the artifact gave it
     assert f"({build / EXAMPLE}:" in unmapped.stdout
 
 
