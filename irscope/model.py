@@ -230,6 +230,9 @@ class KernelReport:
     layouts: LayoutSummary | None = None  # the TTGIR's conversions and LDS round trips
     launches: tuple[Launch, ...] = ()  # recorded by `irscope scan script.py`
     passes: PassTimeline | None = None  # from `irscope scan script.py --dump`
+    # From `irscope scan script.py`: its constexprs and options, and the autotuners' choices of it (one a tuning key)
+    config: CompiledConfig | None = None
+    autotune: tuple[AutotuneChoice, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -241,5 +244,5 @@ from irscope.instruction_mix import InstructionMix  # noqa: E402
 from irscope.occupancy import KernelOccupancy  # noqa: E402
 from irscope.findings import Finding  # noqa: E402
 from irscope.layout_summary import LayoutSummary  # noqa: E402
-from irscope.launches import Launch  # noqa: E402
+from irscope.launches import AutotuneChoice, CompiledConfig, Launch  # noqa: E402
 from irscope.pass_timeline import PassTimeline  # noqa: E402
