@@ -101,8 +101,7 @@ def family_key(r: KernelReport) -> tuple:
 
 def constexprs(r: KernelReport) -> tuple[tuple[str, str], ...]:
     """The constexpr values a script run recorded for this compile (none for a cache scan)."""
-    config = getattr(r, "config", None)
-    return tuple(getattr(config, "constexprs", ()) or ())
+    return r.config.constexprs if r.config is not None else ()
 
 
 def parameters(r: KernelReport) -> tuple[tuple[str, str], ...]:
@@ -191,7 +190,7 @@ def _config(r: KernelReport, names: Sequence[str]) -> Config:
     worst = min((f.severity for f in r.findings), key=SEVERITIES.index, default=None)
     return Config(r.kernel.key, tuple((n, params.get(n, "-")) for n in names), fit(r), spills(r),
                   str(r.occupancy.occupancy) if r.occupancy else "-", workgroups, slots, len(r.findings), worst,
-                  chosen=getattr(r, "autotune", None) is not None)
+                  chosen=bool(r.autotune))
 
 
 def _config_rank(c: Config) -> tuple:
@@ -208,10 +207,8 @@ def _family(members: list[KernelReport]) -> Family:
     ordered = sorted(members, key=lambda r: (_config_rank(_config(r, names)), _param_order(r, names), r.kernel.key))
     configs = tuple(_config(r, names) for r in ordered)
     first = ordered[0].kernel
-    autotunes = [getattr(r, "autotune", None) for r in members]
-    seen = [a for a in autotunes if a is not None]
-    autotune = None if not seen else ("measured" if any(getattr(a, "measured", False) for a in seen)
-                                      else "not measured")
+    seen = [a for r in members for a in r.autotune]
+    autotune = None if not seen else ("measured" if any(a.measured for a in seen) else "not measured")
     return Family(first.name, first.target.arch if first.target else None,
                   first.triton_version.value if first.triton_version else None,
                   ordered[0].specialization.signature if ordered[0].specialization else "", varying, configs,

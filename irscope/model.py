@@ -232,6 +232,9 @@ class KernelReport:
     passes: PassTimeline | None = None  # from `irscope scan script.py --dump`
     # The TTGIR's signature and dot tiles: what groups configs into families (irscope/families.py).
     specialization: Specialization | None = None
+    # From `irscope scan script.py`: its constexprs and options, and the autotuners' choices of it (one a tuning key)
+    config: CompiledConfig | None = None
+    autotune: tuple[AutotuneChoice, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -243,6 +246,6 @@ from irscope.instruction_mix import InstructionMix  # noqa: E402
 from irscope.occupancy import KernelOccupancy  # noqa: E402
 from irscope.findings import Finding  # noqa: E402
 from irscope.layout_summary import LayoutSummary  # noqa: E402
-from irscope.launches import Launch  # noqa: E402
+from irscope.launches import AutotuneChoice, CompiledConfig, Launch  # noqa: E402
 from irscope.pass_timeline import PassTimeline  # noqa: E402
 from irscope.specialization import Specialization  # noqa: E402

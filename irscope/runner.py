@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from irscope import kept_runs
-from irscope.launches import ScriptRun, StandInAnswer, read_launches
+from irscope.launches import ScriptRun, StandInAnswer, read_autotune, read_compiled, read_launches
 from irscope.report import Report
 from irscope.rule_engine import RuleSelection
 
@@ -81,6 +81,7 @@ def run_script(script: str, args: tuple[str, ...] = (), target: str | None = Non
             from irscope.pipeline import empty_report
 
             report = empty_report((str(cache),))
+        report = attach_configs(report, launches)
         if dump:
             report = attach_timelines(report, dump_file, log)
     except BaseException:  # Ctrl-C while analyzing: nothing is reported, the run goes
@@ -129,6 +130,18 @@ def _read_outcome(path: Path) -> tuple[tuple[StandInAnswer, ...], str | None]:
                      key=lambda qn: (-qn[1], qn[0]))
     reason = data.get("reason")
     return tuple(StandInAnswer(q, n) for q, n in answers), reason if isinstance(reason, str) else None
+
+
+def attach_configs(report: Report, launches: Path) -> Report:
+    """Give each kernel, by its hash, the constexprs it was compiled with and the autotuners' choices
+    of it. After the scan, as the timelines are: the analyses do not read them."""
+    compiled, chosen = read_compiled(launches), read_autotune(launches)
+    if not compiled and not chosen:
+        return report
+    kernels = tuple(replace(kr, config=compiled.get(kr.kernel.hash or ""),
+                            autotune=chosen.get(kr.kernel.hash or "", ()))
+                    for kr in report.kernels)
+    return replace(report, kernels=kernels)
 
 
 def attach_timelines(report: Report, dump_file: Path, log) -> Report:

@@ -5,9 +5,11 @@ Run as `python -m irscope.runner_child --launches FILE --outcome FILE [--target 
 the stand-in device (every launch compiles for ARCH and runs nothing); without, the real
 driver runs the kernels and its launcher is wrapped the same way. Each launch is appended to
 the launches FILE as one JSON line the moment it happens, so a script that fails later still
-leaves them. The script runs as `__main__` with its own argv; its output and traceback are
-its own. The outcome FILE says, as JSON, what the stand-in answered and, when the script
-failed in a way irscope can name (a config Triton rejects, Ctrl-C), that reason in one line.
+leaves them; beside them go each compiled kernel's constexprs and options and each
+autotuner's choice (irscope/config_recorder.py). The script runs as `__main__` with its own
+argv; its output and traceback are its own. The outcome FILE says, as JSON, what the stand-in
+answered and, when the script failed in a way irscope can name (a config Triton rejects,
+Ctrl-C), that reason in one line.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import re
 import runpy
 import sys
 import traceback
+
+from irscope.config_recorder import ConfigRecorder, constexpr_values
 
 NO_DRIVER = 4  # the runner turns this into a usage error
 INTERRUPTED = 130
@@ -40,6 +44,7 @@ def main() -> int:
     except ImportError:
         print("irscope: the script's Python has no triton (pip install triton)", file=sys.stderr)
         return 3
+    recorder.configs.wrap_autotuner()
     if opts.target:
         from irscope.stand_in_driver import install
 
@@ -87,7 +92,8 @@ class Outcome:
 
 
 class LaunchRecorder:
-    """Wraps each launcher: one JSON line per launch, and the last kernel compiled (for errors)."""
+    """Wraps each launcher: one JSON line per launch, one per kernel compiled (its config), and the
+    last kernel compiled (for errors)."""
 
     def __init__(self, path: str, script: str, stand_in: bool = False):
         self.sink = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives as long as the process
@@ -95,13 +101,16 @@ class LaunchRecorder:
         self.stand_in = stand_in  # only under --target can a grid be sized from this CPU by mistake
         self.last_compiled = None  # (src, metadata) of the newest launcher: the kernel Triton checks next
         self._units: list[int | None] = []
+        self.configs = ConfigRecorder(self.sink, stand_in)
 
     def on_launcher(self, src, metadata, launch):
         self.last_compiled = (src, metadata)
+        self.configs.compiled(src, metadata)
 
         def recording(grid_x, grid_y, grid_z, *rest, **kwargs):
             grid = [int(grid_x), int(grid_y), int(grid_z)]
             line = _script_line(self.script)
+            self.configs.launched(getattr(metadata, "hash", None))
             self.sink.write(json.dumps({
                 "hash": getattr(metadata, "hash", None), "name": getattr(metadata, "name", None), "grid": grid,
                 "num_warps": getattr(metadata, "num_warps", None), "num_stages": getattr(metadata, "num_stages", None),
@@ -173,14 +182,7 @@ def rejected_config(exc: BaseException, last_compiled, target: str | None) -> st
 
 def _config(src, metadata) -> str:
     """`BLOCK_M=128, BLOCK_N=64, num_warps=4, num_stages=2` of a compiled kernel."""
-    parts = []
-    fn = getattr(src, "fn", None)
-    names = list(getattr(fn, "arg_names", ()) or ())
-    constexprs = set(getattr(fn, "constexprs", ()) or ())
-    for key, value in (getattr(src, "constants", None) or {}).items():
-        index = key[0] if isinstance(key, tuple) and len(key) == 1 else key
-        if isinstance(index, int) and index < len(names) and (not constexprs or index in constexprs):
-            parts.append(f"{names[index]}={value}")
+    parts = [f"{name}={value}" for name, value in constexpr_values(src).items()]
     for option in ("num_warps", "num_stages"):
         if getattr(metadata, option, None) is not None:
             parts.append(f"{option}={getattr(metadata, option)}")
