@@ -212,9 +212,15 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     results = []
     lost = False  # a chosen kernel could not be analyzed in full
+    from irscope import what_if as numbers
+
     if not args.paths:
         if not args.arch:
             _error("give a PATH to harvested kernels, or --arch and the numbers for a what-if")
+            return EXIT_USAGE
+        problem = numbers.refused(args.arch, numbers.given(args)) or numbers.missing(args.arch, numbers.given(args))
+        if problem:
+            _error(problem)
             return EXIT_USAGE
         values = dict(what_if)
         values.setdefault("lds", 0)
@@ -238,10 +244,22 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
         lost = any(p.severity == "error" for r in chosen for p in r.problems) or \
             any(p.severity == "error" for p in report.problems)
         for r in chosen:
-            title = f"{shorten(r.kernel.name)}  {shorten(str(r.kernel.target or '?'))}  {shorten(r.kernel.key)}"
-            arch = r.kernel.target.arch if r.kernel.target else ""
-            occ, problems = kernel_occupancy(r.kernel, r.resources, _for_vendor(arch, what_if)) \
-                if what_if else (r.occupancy, [])
+            # --arch with PATH: the kernel's own numbers placed on ARCH, or refused (irscope/what_if.py)
+            moved = numbers.retarget(r.kernel, r.resources, args.arch) if args.arch else (r.kernel, r.resources)
+            if isinstance(moved, str):
+                _error(moved)
+                return EXIT_USAGE
+            kernel, resources = moved
+            title = f"{shorten(r.kernel.name)}  {shorten(str(kernel.target or '?'))}  {shorten(r.kernel.key)}"
+            arch = kernel.target.arch if kernel.target else ""
+            problem = numbers.refused(arch, numbers.given(args))
+            if problem:
+                _error(f"{problem} ({r.kernel.key})")
+                return EXIT_USAGE
+            occ, problems = kernel_occupancy(kernel, resources, _for_vendor(arch, what_if)) \
+                if what_if or kernel is not r.kernel else (r.occupancy, [])
+            if occ is not None and r.kernel.target:
+                occ = numbers.retarget_note(occ, r.kernel.target.arch, arch)
             if occ is None:
                 reasons = problems or [p for p in r.problems if p.message.startswith("occupancy")]
                 _error(f"{r.kernel.key}: " + ("; ".join(p.message for p in reasons) or "occupancy unknown"))
