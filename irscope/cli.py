@@ -109,7 +109,10 @@ def _cmd_scan(args: argparse.Namespace) -> int:
 
     from irscope.rule_engine import RuleConfigError
 
-    refused = _refused_paths(args.paths) or (_no_terminal() if args.tui else None)
+    from irscope.cli_messages import no_default_cache
+
+    refused = _refused_paths(args.paths) or (_no_terminal() if args.tui else None) or \
+        (None if args.paths else no_default_cache("scan"))
     if refused:
         _error(refused)
         return EXIT_USAGE
@@ -252,7 +255,7 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
             kernel, resources = moved
             title = f"{shorten(r.kernel.name)}  {shorten(str(kernel.target or '?'))}  {shorten(r.kernel.key)}"
             arch = kernel.target.arch if kernel.target else ""
-            problem = numbers.refused(arch, numbers.given(args))
+            problem = numbers.beyond_hardware(arch, numbers.given(args))
             if problem:
                 _error(f"{problem} ({r.kernel.key})")
                 return EXIT_USAGE
@@ -373,7 +376,10 @@ def _cmd_tui(args: argparse.Namespace) -> int:
     from irscope.harvester import HarvestError
     from irscope.report import ReportError
 
-    refused = _refused_paths(args.paths + list(args.diff or ())) or _artifacts_problem(args) or _no_terminal()
+    from irscope.cli_messages import no_default_cache
+
+    refused = _refused_paths(args.paths + list(args.diff or ())) or _artifacts_problem(args) or _no_terminal() or \
+        (None if args.paths or args.diff else no_default_cache("tui"))
     if refused:
         _error(refused)
         return EXIT_USAGE
@@ -429,8 +435,11 @@ def _cmd_baseline(args: argparse.Namespace) -> int:
     from irscope.harvester import HarvestError
     from irscope.report import ReportError
 
-    if _refused_paths(args.paths):
-        _error(_refused_paths(args.paths))
+    from irscope.cli_messages import no_default_cache
+
+    refused = _refused_paths(args.paths) or (None if args.paths else no_default_cache("baseline"))
+    if refused:
+        _error(refused)
         return EXIT_USAGE
     try:
         report = load(args.paths or None, rules=_selection(args), index=not args.no_cache, jobs=args.jobs)

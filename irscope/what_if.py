@@ -53,8 +53,8 @@ def missing(arch: str, numbers: Mapping[str, int]) -> str | None:
 
 
 def refused(arch: str, numbers: Mapping[str, int]) -> str | None:
-    """Why these numbers cannot describe a kernel on `arch`: the other vendor's flag, or more than
-    the hardware holds."""
+    """Why these numbers cannot describe a kernel on `arch` (a what-if without PATH): the other
+    vendor's flag, or more than the hardware holds."""
     side = vendor(arch)
     if side is None:
         return None
@@ -66,6 +66,15 @@ def refused(arch: str, numbers: Mapping[str, int]) -> str | None:
             "--registers, --shared (or --lds), --static-shared, --barriers"
         return f"{', '.join(other)}: not a number {arch} reads ({'NVIDIA' if side == 'amd' else 'AMD'}'s); " \
                f"{arch} takes {takes} and --warps"
+    return beyond_hardware(arch, numbers)
+
+
+def beyond_hardware(arch: str, numbers: Mapping[str, int]) -> str | None:
+    """The first number more than `arch` holds. With PATH each kernel reads its own vendor's flags
+    (a cache holds both), so only this is checked there."""
+    side = vendor(arch)
+    if side is None:
+        return None
     return _warps_refused(arch, numbers) or (_amd_refused(arch, numbers) if side == "amd"
                                              else _nvidia_refused(arch, numbers))
 
