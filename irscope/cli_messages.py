@@ -48,15 +48,16 @@ class Parser(argparse.ArgumentParser):
         if not word.startswith("-"):
             return None
         name = word.split("=", 1)[0]
-        return nearest(name, self._command_parser().option_strings_of())
+        return nearest(name, _long_options(self._command_parser()))
 
-    def _command_parser(self) -> Parser:
+    def _command_parser(self) -> argparse.ArgumentParser:
         """The subcommand's parser when argv names one, else this one."""
         commands = next((a.choices for a in self._actions if isinstance(a, argparse._SubParsersAction)), {})
         return next((commands[w] for w in self._argv if w in commands), self)
 
-    def option_strings_of(self) -> list[str]:
-        return [s for action in self._actions for s in action.option_strings if s.startswith("--")]
+
+def _long_options(parser: argparse.ArgumentParser) -> list[str]:
+    return [s for action in parser._actions for s in action.option_strings if s.startswith("--")]
 
 
 def add_debug_everywhere(commands: Iterable[argparse.ArgumentParser], help_text: str) -> None:
