@@ -109,7 +109,10 @@ def _cmd_scan(args: argparse.Namespace) -> int:
 
     from irscope.rule_engine import RuleConfigError
 
-    refused = _refused_paths(args.paths) or (_no_terminal() if args.tui else None)
+    from irscope.cli_messages import no_default_cache
+
+    refused = _refused_paths(args.paths) or (_no_terminal() if args.tui else None) or \
+        (None if args.paths else no_default_cache("scan"))
     if refused:
         _error(refused)
         return EXIT_USAGE
@@ -212,9 +215,15 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     results = []
     lost = False  # a chosen kernel could not be analyzed in full
+    from irscope import what_if as numbers
+
     if not args.paths:
         if not args.arch:
             _error("give a PATH to harvested kernels, or --arch and the numbers for a what-if")
+            return EXIT_USAGE
+        problem = numbers.refused(args.arch, numbers.given(args)) or numbers.missing(args.arch, numbers.given(args))
+        if problem:
+            _error(problem)
             return EXIT_USAGE
         values = dict(what_if)
         values.setdefault("lds", 0)
@@ -238,10 +247,22 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
         lost = any(p.severity == "error" for r in chosen for p in r.problems) or \
             any(p.severity == "error" for p in report.problems)
         for r in chosen:
-            title = f"{shorten(r.kernel.name)}  {shorten(str(r.kernel.target or '?'))}  {shorten(r.kernel.key)}"
-            arch = r.kernel.target.arch if r.kernel.target else ""
-            occ, problems = kernel_occupancy(r.kernel, r.resources, _for_vendor(arch, what_if)) \
-                if what_if else (r.occupancy, [])
+            # --arch with PATH: the kernel's own numbers placed on ARCH, or refused (irscope/what_if.py)
+            moved = numbers.retarget(r.kernel, r.resources, args.arch) if args.arch else (r.kernel, r.resources)
+            if isinstance(moved, str):
+                _error(moved)
+                return EXIT_USAGE
+            kernel, resources = moved
+            title = f"{shorten(r.kernel.name)}  {shorten(str(kernel.target or '?'))}  {shorten(r.kernel.key)}"
+            arch = kernel.target.arch if kernel.target else ""
+            problem = numbers.beyond_hardware(arch, numbers.given(args))
+            if problem:
+                _error(f"{problem} ({r.kernel.key})")
+                return EXIT_USAGE
+            occ, problems = kernel_occupancy(kernel, resources, _for_vendor(arch, what_if)) \
+                if what_if or kernel is not r.kernel else (r.occupancy, [])
+            if occ is not None and r.kernel.target:
+                occ = numbers.retarget_note(occ, r.kernel.target.arch, arch)
             if occ is None:
                 reasons = problems or [p for p in r.problems if p.message.startswith("occupancy")]
                 _error(f"{r.kernel.key}: " + ("; ".join(p.message for p in reasons) or "occupancy unknown"))
@@ -355,7 +376,10 @@ def _cmd_tui(args: argparse.Namespace) -> int:
     from irscope.harvester import HarvestError
     from irscope.report import ReportError
 
-    refused = _refused_paths(args.paths + list(args.diff or ())) or _artifacts_problem(args) or _no_terminal()
+    from irscope.cli_messages import no_default_cache
+
+    refused = _refused_paths(args.paths + list(args.diff or ())) or _artifacts_problem(args) or _no_terminal() or \
+        (None if args.paths or args.diff else no_default_cache("tui"))
     if refused:
         _error(refused)
         return EXIT_USAGE
@@ -411,8 +435,11 @@ def _cmd_baseline(args: argparse.Namespace) -> int:
     from irscope.harvester import HarvestError
     from irscope.report import ReportError
 
-    if _refused_paths(args.paths):
-        _error(_refused_paths(args.paths))
+    from irscope.cli_messages import no_default_cache
+
+    refused = _refused_paths(args.paths) or (None if args.paths else no_default_cache("baseline"))
+    if refused:
+        _error(refused)
         return EXIT_USAGE
     try:
         report = load(args.paths or None, rules=_selection(args), index=not args.no_cache, jobs=args.jobs)

@@ -13,13 +13,15 @@ from irscope import __version__
 
 def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) -> argparse.ArgumentParser:
     """The command line; `commands` maps each command's name to the function that runs it (irscope/cli.py)."""
-    parser = argparse.ArgumentParser(
+    from irscope.cli_messages import Parser, add_debug_everywhere, add_usage_line
+
+    parser = Parser(
         prog="irscope",
         description="Analyze the code Triton generated: kernels, registers, LDS, spills.",
     )
     parser.add_argument("--version", action="version", version=f"irscope {__version__}")
-    parser.add_argument("--debug", action="store_true",
-                        help="show the Python traceback of an irscope error instead of one line")
+    debug_help = "show the Python traceback of an irscope error instead of one line"
+    parser.add_argument("--debug", action="store_true", help=debug_help)
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
 
     scan = sub.add_parser(
@@ -29,7 +31,10 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
                     "PATH may be a cache, a torch inductor cache, a TRITON_KERNEL_DUMP directory, "
                     "one hash directory or one artifact file. Nothing under PATH is written.",
     )
-    scan.add_argument("paths", nargs="*", metavar="PATH")
+    scan.add_argument("paths", nargs="*", metavar="PATH",
+                      help="a Triton cache, a torch inductor cache, a TRITON_KERNEL_DUMP directory, one kernel's "
+                           "hash directory or artifact; or SCRIPT.py [-- ARGS ...]: run the script (ARGS are its "
+                           "own) and scan the kernels it compiles")
     scan.add_argument("--json", metavar="FILE", help="write the report as JSON to FILE ('-' for stdout)")
     from irscope.exports import add_diff_flags, add_scan_flags
 
@@ -175,6 +180,8 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
                     "`info` (the default) says where it is, its entries and size; `clear` removes it.")
     cache.add_argument("action", nargs="?", choices=("info", "clear"), default="info")
     cache.set_defaults(func=commands["cache"])
+    add_debug_everywhere(sub.choices.values(), debug_help)  # `irscope scan --debug X` too
+    add_usage_line(scan, "[options] SCRIPT.py [-- ARGS ...]")
     return parser
 
 
@@ -193,10 +200,18 @@ def _selection_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _count(text: str) -> int:
-    value = int(text)
+    value = _number(text, "a count")
     if value < 0:
-        raise argparse.ArgumentTypeError(f"{text} is negative")
+        raise argparse.ArgumentTypeError(f"{text} is negative (give a count, 0 or more)")
     return value
+
+
+def _number(text: str, what: str) -> int:
+    """int(text), or a usage error that says a number is wanted (argparse would name the function)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number (give {what})") from None
 
 
 def _artifacts_flag(parser: argparse.ArgumentParser) -> None:
@@ -230,7 +245,11 @@ def _size(text: str) -> int:
 
 
 def _jobs(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"-j needs a number of worker processes, not {text!r}") from None
     if value < 1:
-        raise argparse.ArgumentTypeError(f"{text}: give 1 or more")
+        raise argparse.ArgumentTypeError(f"-j {text}: give 1 or more worker processes (leave -j out for one "
+                                         "per core)")
     return value

@@ -22,6 +22,7 @@ WHAT_IF = Origin("what-if", None, "given on the command line")
 RELIEF = {"vgpr": "vgprs", "sgpr": "sgprs", "lds": "lds", "registers": "registers", "shared": "shared",
           "barriers": "barriers"}
 WARP_CHOICES = (1, 2, 4, 8, 16, 32)
+MAX_WORKGROUP_THREADS = 1024  # AMD and NVIDIA alike (occupancy.md §1, §2)
 # What a step changes: a relievable resource, or num_warps. A Literal, so a saved report naming
 # anything else is malformed when read (irscope/serde.py), not a KeyError in a renderer.
 StepName = Literal["vgprs", "sgprs", "lds", "registers", "shared", "barriers", "warps"]
@@ -144,8 +145,9 @@ def calculator(arch: str, values: Mapping[str, int]) -> Callable[[dict[str, int]
         _require(arch, values, ("vgprs", "lds", "warps"))
 
         def amd(v: dict[str, int]) -> Occupancy:
-            if not 1 <= v["warps"] * table.wave_size <= 1024:
-                raise ValueError(f"{v['warps']} waves of {table.wave_size} is not a workgroup size (1 to 1024)")
+            if not 1 <= v["warps"] * table.wave_size <= MAX_WORKGROUP_THREADS:
+                raise ValueError(f"{v['warps']} waves of {table.wave_size} is not a workgroup size "
+                                 f"(1 to {MAX_WORKGROUP_THREADS})")
             return amd_occupancy(table, v["vgprs"], v["lds"], v["warps"], v.get("sgprs"))
         return amd
     nv = nvidia_arch(arch)

@@ -25,16 +25,20 @@ class AmdArch:
     lds_granule: int
     max_workgroups: int  # barrier limit per CU; not applied to one-wave workgroups
     sgprs_limit: bool  # gfx9 SGPR file can cost waves; gfx10+ never
+    # What one wave or workgroup may hold at all (occupancy.md §1 table): a what-if beyond is refused.
+    max_vgprs_per_wave: int  # 256 arch + 256 AGPR on gfx90a+; 256 on RDNA
+    max_sgprs: int  # `.sgpr_count` at most: 102 addressable + VCC, FLAT_SCRATCH, XNACK_MASK (gfx9); 106 + VCC
+    max_lds_per_workgroup: int
 
 
 AMD_ARCHES = {
     a.name: a for a in (
-        AmdArch("gfx90a", 64, 4, 8, 512, 8, 65536, 512, 16, True),
-        AmdArch("gfx942", 64, 4, 8, 512, 8, 65536, 512, 16, True),
-        AmdArch("gfx950", 64, 4, 8, 512, 8, 163840, 1280, 16, True),
-        AmdArch("gfx1100", 32, 4, 16, 1536, 24, 131072, 512, 32, False),
-        AmdArch("gfx1200", 32, 4, 16, 1536, 24, 131072, 512, 32, False),
-        AmdArch("gfx1201", 32, 4, 16, 1536, 24, 131072, 512, 32, False),
+        AmdArch("gfx90a", 64, 4, 8, 512, 8, 65536, 512, 16, True, 512, 108, 65536),
+        AmdArch("gfx942", 64, 4, 8, 512, 8, 65536, 512, 16, True, 512, 108, 65536),
+        AmdArch("gfx950", 64, 4, 8, 512, 8, 163840, 1280, 16, True, 512, 108, 163840),
+        AmdArch("gfx1100", 32, 4, 16, 1536, 24, 131072, 512, 32, False, 256, 108, 65536),
+        AmdArch("gfx1200", 32, 4, 16, 1536, 24, 131072, 512, 32, False, 256, 108, 65536),
+        AmdArch("gfx1201", 32, 4, 16, 1536, 24, 131072, 512, 32, False, 256, 108, 65536),
     )
 }
 

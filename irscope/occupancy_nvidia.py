@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from irscope.occupancy_result import UNBOUNDED, Occupancy, occupancy_of
 
 KIB = 1024
-DEFAULT_SHARED_PER_BLOCK = 48 * KIB  # what a block gets without the opt-in attribute
+DEFAULT_SHARED_PER_BLOCK = 48 * KIB  # what a block gets without the opt-in attribute; static shared's limit too
 SUB_PARTITIONS = 4
 REGISTER_UNIT = 256  # registers are allocated per warp in units of 256
 SHARED_GRANULE = 128
@@ -33,6 +33,7 @@ class NvidiaArch:
     registers_per_sm: int = 65536
     registers_per_block: int = 65536
     max_registers_per_thread: int = 255
+    named_barriers: int = 16  # per block (PTX bar.sync 0..15)
 
     @property
     def shared_optin(self) -> int:

@@ -45,8 +45,8 @@ def test_what_if_nvidia(capsys):
 @pytest.mark.parametrize("args,message", [
     ([], "give a PATH"),
     (["--arch", "gfx1030", "--vgprs", "10", "--warps", "4"], "no occupancy table for gfx1030"),
-    (["--arch", "gfx942", "--warps", "4"], "`.vgpr_count`"),
-    (["--arch", "gfx942", "--vgprs", "64", "--warps", "32"], "not a workgroup size"),
+    (["--arch", "gfx942", "--warps", "4"], "give --vgprs N"),
+    (["--arch", "gfx942", "--vgprs", "64", "--warps", "32"], "num_warps on gfx942 is one of 1, 2, 4, 8, 16"),
 ])
 def test_what_if_mistakes_are_usage_errors(capsys, args, message):
     code, _, err = occupancy(capsys, *args)
