@@ -135,7 +135,7 @@ def relay_child(command: list[str], env: dict[str, str], line: ProgressLine, wha
     import subprocess
 
     master, slave = pty.openpty()
-    _copy_window_size(line.stream, slave)
+    _like_the_real_terminal(line.stream, slave)
     try:
         child = subprocess.Popen(command, env=env, stdout=slave, stderr=slave)
     finally:
@@ -172,15 +172,20 @@ def relay_child(command: list[str], env: dict[str, str], line: ProgressLine, wha
         line.clear()
 
 
-def _copy_window_size(stream: TextIO, fd: int) -> None:
+def _like_the_real_terminal(stream: TextIO, fd: int) -> None:
+    """The pseudo-terminal of the real one's size, passing bytes as written (no `\n` -> `\r\n`: the
+    real terminal does that once)."""
     try:
         import fcntl
         import termios
 
+        attributes = termios.tcgetattr(fd)
+        attributes[1] &= ~termios.OPOST
+        termios.tcsetattr(fd, termios.TCSANOW, attributes)
         size = fcntl.ioctl(stream.fileno(), termios.TIOCGWINSZ, b"\0" * 8)
         fcntl.ioctl(fd, termios.TIOCSWINSZ, size)
     except (ImportError, AttributeError, ValueError, OSError):
-        pass  # the child's terminal keeps its default size
+        pass  # the child's terminal keeps its defaults
 
 
 def _write_bytes(stream: TextIO, buffer, data: bytes) -> None:
