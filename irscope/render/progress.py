@@ -160,16 +160,33 @@ def relay_child(command: list[str], env: dict[str, str], line: ProgressLine, wha
             elif line_ended and time.monotonic() - last_output >= QUIET_FOR:
                 line.spin(what)
         return child.wait()
-    except KeyboardInterrupt:
-        try:
-            child.wait(timeout=0.25)
-        except subprocess.TimeoutExpired:
+    except KeyboardInterrupt:  # the script had its SIGINT too: a moment to end (and say so), as subprocess.run gives
+        line.clear()
+        _drain(master, line, time.monotonic() + 0.25)
+        if child.poll() is None:
             child.kill()
-            child.wait()
+        child.wait()
         return -signal.SIGINT
     finally:
         os.close(master)
         line.clear()
+
+
+def _drain(master: int, line: ProgressLine, until: float) -> None:
+    """Copy what the child still writes until it closes the terminal or `until` passes."""
+    import select
+
+    out = getattr(line.stream, "buffer", None)
+    while (left := until - time.monotonic()) > 0:
+        if not select.select([master], [], [], left)[0]:
+            return
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            return
+        if not data:
+            return
+        _write_bytes(line.stream, out, data)
 
 
 def _like_the_real_terminal(stream: TextIO, fd: int) -> None:
