@@ -105,6 +105,26 @@ def test_nothing_without_a_terminal_or_with_quiet():
         os.close(slave)
 
 
+class FakeTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_message_printed_meanwhile_gets_a_line_of_its_own(monkeypatch):
+    """The pipeline's own line on stderr (here: the index refused, as it lies inside the scanned path)
+    erases the progress line first instead of being appended to it."""
+    terminal = FakeTerminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setenv("COLUMNS", "200")
+    with scan_progress() as hook:
+        assert sys.stderr is not terminal  # messages go through the line
+        ScanRun(CACHE, index=CACHE / "index-here", jobs=1, on_progress=hook)
+    assert sys.stderr is terminal
+    screen = _screen(terminal.getvalue())
+    assert any(row.startswith("irscope: the result index ") for row in screen), screen
+    assert not any("harvesting" in row or "analyzing" in row for row in screen), screen
+
+
 def _irscope(tmp_path: Path, *argv: str, terminal: bool = True) -> tuple[int, str, str]:
     """(exit code, stdout, stderr) of a CLI run with stdout a file and stderr a terminal (or a pipe)."""
     env = dict(os.environ, TERM="xterm", COLUMNS="200")

@@ -111,11 +111,31 @@ def scan_progress(quiet: bool = False, label: str = "", stream: TextIO | None = 
     The line is cleared on leaving, Ctrl-C and errors included: what is printed next starts clean."""
     stream = sys.stderr if stream is None else stream
     line = ProgressLine(stream, label) if shows_progress(stream, quiet) else None
+    swapped = line is not None and sys.stderr is stream
+    if swapped:
+        sys.stderr = ClearingFirst(stream, line)  # type: ignore[assignment]
     try:
         yield line
     finally:
+        if swapped:
+            sys.stderr = stream
         if line is not None:
             line.clear()
+
+
+class ClearingFirst:
+    """sys.stderr while the line shows: a message printed meanwhile (the result index's, a warning)
+    erases the line first, rather than being appended to it; the next update draws it again."""
+
+    def __init__(self, stream: TextIO, line: ProgressLine) -> None:
+        self._stream, self._line = stream, line
+
+    def write(self, text: str) -> int:
+        self._line.clear()
+        return self._stream.write(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
 
 
 # After this long without output from the script, its last line ended, the spinner shows.
