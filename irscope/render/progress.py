@@ -5,6 +5,8 @@ as kernels are harvested, read from the result index and analyzed; ProgressLine 
 on one line of stderr, at most `interval` apart, and clears the line when the scan is done, so the
 report printed next starts on a clean line. No thread: the pipeline forks its workers, and a thread
 running at a fork can leave a lock held in the child. ASCII only: stderr may not be UTF-8.
+A script run (`irscope scan script.py`) relays the script's output through a pseudo-terminal
+(relay_child) so that a spinner can show while the script is quiet.
 """
 
 from __future__ import annotations
