@@ -44,7 +44,7 @@ def is_saved_report(path: PathLike) -> bool:
 def load(paths: PathLike | Sequence[PathLike] | None = None, *, select: str | Iterable[str] | None = None,
          ignore: str | Iterable[str] | None = None, config: bool | PathLike = True,
          rules: RuleSelection | None = None, sass: bool = False, index: bool | PathLike = True,
-         jobs: int | None = None) -> Report:
+         jobs: int | None = None, on_progress=None) -> Report:
     """Every kernel under `paths` with its resources, occupancy and findings.
 
     `paths`: what `irscope scan` takes (a Triton cache, a kernel directory, an artifact; default:
@@ -52,7 +52,8 @@ def load(paths: PathLike | Sequence[PathLike] | None = None, *, select: str | It
     `select`/`ignore`: rule selectors as on the command line (codes, prefixes, slugs, ALL), over
     `[tool.irscope]` (`config`: see `selection`); `rules` gives a RuleSelection instead.
     A saved report keeps the findings the selection asks for. Raises HarvestError, ReportError
-    or RuleConfigError (ValueError) on unusable input.
+    or RuleConfigError (ValueError) on unusable input. `on_progress`: irscope.pipeline.scan's (the CLI's
+    progress line; default: nothing shown).
     """
     chosen = rules if rules is not None else selection(select, ignore, config)
     many = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths or [])
@@ -63,7 +64,7 @@ def load(paths: PathLike | Sequence[PathLike] | None = None, *, select: str | It
         return keep_selected(Report.load(saved[0]), chosen)
     from irscope.pipeline import scan
 
-    return scan(many or None, sass=sass, rules=chosen, index=index, jobs=jobs)
+    return scan(many or None, sass=sass, rules=chosen, index=index, jobs=jobs, on_progress=on_progress)
 
 
 def keep_selected(report: Report, chosen: RuleSelection) -> Report:

@@ -139,9 +139,12 @@ def _cmd_scan(args: argparse.Namespace) -> int:
     if len(args.paths) == 1 and os.path.isfile(args.paths[0]) and is_dump(args.paths[0]):
         args.dump, args.kernel, args.all = args.paths[0], None, False
         return _cmd_passes(args)  # a saved MLIR_ENABLE_DUMP log: its pass timeline
+    from irscope.render.progress import scan_progress
+
     try:
-        report = scan(args.paths or None, sass=args.sass, rules=_selection(args), index=not args.no_cache,
-                      jobs=args.jobs)
+        with scan_progress(args.quiet) as on_progress:  # cleared before anything below is printed
+            report = scan(args.paths or None, sass=args.sass, rules=_selection(args), index=not args.no_cache,
+                          jobs=args.jobs, on_progress=on_progress)
     except (HarvestError, RuleConfigError) as exc:
         _error(str(exc))
         return EXIT_USAGE
@@ -280,12 +283,14 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
     return EXIT_USAGE if not results else (EXIT_PARTIAL if lost else EXIT_OK)
 
 
-def _load_side(path: str, selection, index: bool = True, jobs: int | None = None, artifacts: str | None = None):
+def _load_side(path: str, selection, index: bool = True, jobs: int | None = None, artifacts: str | None = None,
+               on_progress=None):
     """A saved report (`*.json` holding a Report), or a scan of a directory or artifact."""
     from irscope.pipeline import scan
 
     saved = _saved_report(path, artifacts)
-    return saved if saved is not None else scan(path, rules=selection, index=index, jobs=jobs)
+    return saved if saved is not None else scan(path, rules=selection, index=index, jobs=jobs,
+                                                on_progress=on_progress)
 
 
 def _saved_report(path: str, artifacts: str | None = None):
@@ -335,8 +340,12 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     try:
         selection = _selection(args)
         policy = load_policy()
-        before = _load_side(args.before, selection, not args.no_cache, args.jobs, args.artifacts)
-        after = _load_side(args.after, selection, not args.no_cache, args.jobs, args.artifacts)
+        from irscope.render.progress import scan_progress
+
+        with scan_progress(args.quiet, "BEFORE ") as on_progress:
+            before = _load_side(args.before, selection, not args.no_cache, args.jobs, args.artifacts, on_progress)
+        with scan_progress(args.quiet, "AFTER ") as on_progress:
+            after = _load_side(args.after, selection, not args.no_cache, args.jobs, args.artifacts, on_progress)
         report = diff_reports(before, after, tuple(pairs), policy)
     except (HarvestError, ReportError, RuleConfigError, ValueError) as exc:
         _error(str(exc))
@@ -441,8 +450,12 @@ def _cmd_baseline(args: argparse.Namespace) -> int:
     if refused:
         _error(refused)
         return EXIT_USAGE
+    from irscope.render.progress import scan_progress
+
     try:
-        report = load(args.paths or None, rules=_selection(args), index=not args.no_cache, jobs=args.jobs)
+        with scan_progress(args.quiet) as on_progress:
+            report = load(args.paths or None, rules=_selection(args), index=not args.no_cache, jobs=args.jobs,
+                          on_progress=on_progress)
     except (HarvestError, ReportError, ValueError) as exc:  # RuleConfigError is a ValueError
         _error(str(exc))
         return EXIT_USAGE
@@ -539,9 +552,16 @@ def _run_script(args: argparse.Namespace, script: str) -> int:
     # (--no-keep, IRSCOPE_KEEP_RUNS=0) is kept until the browser closes.
     only_for_tui = args.tui and not args.out and args.keep is not True and (
         args.keep is False or kept_runs.keep_count() == 0)
+    from functools import partial
+
+    from irscope.render.progress import relay_child, scan_progress
+
     try:
-        result = run_script(script, tuple(args.script_args), args.target, True if only_for_tui else args.keep,
-                            args.out, args.sass, _selection(args), dump=args.dump)
+        with scan_progress(args.quiet) as line:  # a spinner while the script runs, then the scan's counts
+            relay = partial(relay_child, line=line, what=f"running {script}") if line else None
+            result = run_script(script, tuple(args.script_args), args.target, True if only_for_tui else args.keep,
+                                args.out, args.sass, _selection(args), dump=args.dump, on_progress=line,
+                                run_child=relay)
     except RuleConfigError as exc:
         _error(str(exc))
         return EXIT_USAGE

@@ -68,6 +68,7 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     configs.add_argument("--sweep", action="store_true",
                          help="show every config of each kernel family as a row (by default the 10 most serious "
                               "that can launch)")
+    _quiet_flag(scan)
     _selection_flags(scan)
     scan.set_defaults(func=commands["scan"])
 
@@ -91,6 +92,7 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
                       help="exit 1 when any pair regressed ([tool.irscope] regression picks the checks)")
     _selection_flags(diff)
     _wide_flag(diff)
+    _quiet_flag(diff)
     diff.set_defaults(func=commands["diff"])
 
     tui = sub.add_parser(
@@ -112,6 +114,7 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
                     "plugin fails only on findings the baseline does not hold (irscope/baseline.py: the key).")
     baseline.add_argument("paths", nargs="*", metavar="PATH")
     _analysis_flags(baseline)
+    _quiet_flag(baseline)
     _selection_flags(baseline)
     baseline.set_defaults(func=commands["baseline"])
 
@@ -189,6 +192,12 @@ def _wide_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--wide", action="store_true",
                         help="show every table column whole; by default columns are hidden from the right, and "
                              "long names cut in the middle, to fit the terminal")
+
+
+def _quiet_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress line on stderr (it shows only when stderr is a terminal: kernels "
+                             "harvested, analyzed and read from the result index)")
 
 
 def _selection_flags(parser: argparse.ArgumentParser) -> None:

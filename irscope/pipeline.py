@@ -6,7 +6,7 @@ import gc
 import itertools
 import os
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from datetime import datetime, timezone
@@ -34,9 +34,26 @@ from irscope.targets import infer_from_ir
 Work = tuple[Kernel, tuple[Problem, ...], tuple[Launch, ...]]
 
 
+@dataclass(frozen=True)
+class ScanCounts:
+    """How far a scan is, for the CLI's progress line (irscope/render/progress.py)."""
+    phase: str  # "harvesting", then "analyzing"
+    kernels: int = 0  # harvested
+    from_index: int = 0  # results read back from the result index
+    analyzed: int = 0  # results analyzed in this run
+
+    @property
+    def done(self) -> int:
+        return self.from_index + self.analyzed
+
+
+ProgressHook = Callable[[ScanCounts], None]
+
+
 def scan(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None, sass: bool = False,
          rules: RuleSelection | None = None, launches: Mapping[str, tuple[Launch, ...]] | None = None,
-         index: bool | str | os.PathLike = False, jobs: int | None = None) -> Report:
+         index: bool | str | os.PathLike = False, jobs: int | None = None,
+         on_progress: ProgressHook | None = None) -> Report:
     """Analyze every kernel under `paths` (default: the user's Triton cache).
 
     `sass`: also disassemble each cubin with nvdisasm (irscope/nvtools.py) and count its SASS.
@@ -46,8 +63,9 @@ def scan(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None, s
     True for the default directory, or a directory; the CLI's default (`--no-cache` is False).
     `jobs`: worker processes for the kernels the index does not hold (default: one per core,
     and none for a handful of kernels); the report's order never depends on it.
+    `on_progress`: called with the ScanCounts as the scan goes (the CLI draws them; default: nothing).
     """
-    return ScanRun(paths, sass, rules, launches, index, jobs).report()
+    return ScanRun(paths, sass, rules, launches, index, jobs, on_progress).report()
 
 
 class ScanRun:
@@ -61,7 +79,10 @@ class ScanRun:
 
     def __init__(self, paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None, sass: bool = False,
                  rules: RuleSelection | None = None, launches: Mapping[str, tuple[Launch, ...]] | None = None,
-                 index: bool | str | os.PathLike = False, jobs: int | None = None) -> None:
+                 index: bool | str | os.PathLike = False, jobs: int | None = None,
+                 on_progress: ProgressHook | None = None) -> None:
+        self.on_progress = on_progress or _no_progress
+        self.on_progress(ScanCounts("harvesting"))
         self.found = harvest(paths)
         self.sass, self.selection = sass, rules or RuleSelection()
         launches = launches or {}
@@ -91,15 +112,19 @@ class ScanRun:
                     continue
             todo.append(i)
         self._analyses = Analyses([(i, self._work[i]) for i in todo], sass, self.selection, jobs)
+        self.on_progress(ScanCounts("analyzing", len(self._work)))
 
     def results(self) -> Iterator[tuple[int, KernelReport]]:
         self._analyses.start()  # the workers analyze while the index is read here
         missed = []
+        counts = ScanCounts("analyzing", len(self._work))
         for i in self._held:
             cached = self.store.get(self.keys[i])
             # Not `cached.kernel == k`: analysis fills in what a dump directory's json lacks.
             k = self._work[i][0]
             if cached is not None and (cached.kernel.key, cached.kernel.directory) == (k.key, k.directory):
+                counts = replace(counts, from_index=counts.from_index + 1)
+                self.on_progress(counts)
                 yield i, cached
             else:
                 missed.append((i, self._work[i]))
@@ -107,6 +132,8 @@ class ScanRun:
         for i, result in itertools.chain(self._analyses, late):
             if self.store is not None and i in self.keys:
                 self.store.put(self.keys[i], result)
+            counts = replace(counts, analyzed=counts.analyzed + 1)
+            self.on_progress(counts)
             yield i, result
         if self.store is not None:
             self.store.close()  # every result is in: note the entries used, evict beyond the cap
@@ -131,6 +158,10 @@ class ScanRun:
             problems=self.found.problems.get("", ()),
             skipped=self.found.skipped,
         )
+
+
+def _no_progress(counts: ScanCounts) -> None:
+    pass
 
 
 def _say(message: str) -> None:

@@ -37,10 +37,13 @@ class RunResult:
 
 def run_script(script: str, args: tuple[str, ...] = (), target: str | None = None, keep: bool | None = None,
                out: str | None = None, sass: bool = False, rules: RuleSelection | None = None,
-               python: str | None = None, log=None, dump: bool = False) -> RunResult:
+               python: str | None = None, log=None, dump: bool = False, on_progress=None,
+               run_child=None) -> RunResult:
     """Run `script` and scan what it compiled. `keep`: None keeps the run among the newest
     IRSCOPE_KEEP_RUNS, True pins it, False removes it at the end; `out` puts it in that directory.
-    Ctrl-C (or the script's own KeyboardInterrupt) removes the run and raises KeyboardInterrupt."""
+    Ctrl-C (or the script's own KeyboardInterrupt) removes the run and raises KeyboardInterrupt.
+    `on_progress`: the scan's (irscope.pipeline.scan); `run_child(command, env) -> exit code` runs the
+    child instead of subprocess.run (the CLI's, which shows a spinner: irscope/render/progress.py)."""
     from irscope.pipeline import scan
 
     log = log or sys.stderr
@@ -63,7 +66,7 @@ def run_script(script: str, args: tuple[str, ...] = (), target: str | None = Non
     removable = out is None  # a directory the user named is theirs
     try:
         # The script's stdout goes to irscope's stderr: `--json -` must print nothing but the report.
-        code = subprocess.run(command, env=env, stdout=2).returncode
+        code = run_child(command, env) if run_child else subprocess.run(command, env=env, stdout=2).returncode
     except KeyboardInterrupt:
         code = -signal.SIGINT
     if code in (-signal.SIGINT, 130):
@@ -76,7 +79,8 @@ def run_script(script: str, args: tuple[str, ...] = (), target: str | None = Non
     kept = None if temporary else work
     try:
         recorded = read_launches(launches)
-        report = scan(cache, sass=sass, rules=rules, launches=recorded) if cache.exists() else None
+        report = scan(cache, sass=sass, rules=rules, launches=recorded, on_progress=on_progress) \
+            if cache.exists() else None
         if report is None:
             from irscope.pipeline import empty_report
 
