@@ -178,8 +178,9 @@ def render(report: Report, console: Console, wide: bool = False, every_config: b
     # seconds; a finding's lines are short, and a terminal wraps a long path by itself.
     parts = []
     if alone or not blocks:
-        title = f"{len(alone)} kernels" if not blocks else \
-            f"{len(alone)} kernels alone; {len(grouped)} more in {len(blocks)} families below (--all lists each)"
+        title = f"{len(alone)} kernels" if not blocks else (f"{len(report.kernels)} kernels: {len(alone)} alone here, "
+                                                            f"{len(grouped)} in {len(blocks)} families below "
+                                                            "(--all lists each)")
         parts.append(kernel_table(alone, width, title))
     findings = finding_lines(alone, roots)
     if findings:
