@@ -6,6 +6,7 @@ name or path contains is taken as markup or as a terminal escape.
 
 from __future__ import annotations
 
+import textwrap
 from typing import TYPE_CHECKING, Sequence
 
 from rich.console import Console
@@ -190,9 +191,9 @@ def render(report: Report, console: Console, wide: bool = False, every_config: b
     if blocks:
         count = sum(len(r.findings) for r in report.kernels if r.kernel.key in grouped)
         lines = sum(len(f.findings) for f in blocks)
-        parts.append(Text(f"\nKernel families ({len(grouped)} configs in {len(blocks)} families; their {count} "
-                          f"findings as {lines} lines, one per rule and Python line; --all lists each config):",
-                          style="bold"))
+        heading = (f"Kernel families ({len(grouped)} configs in {len(blocks)} families; their {count} findings "
+                   f"as {lines}, one per rule and Python line; --all lists each config):")
+        parts.append(Text("\n" + "\n".join(textwrap.wrap(heading, width) if width else [heading]), style="bold"))
         parts.extend(family_blocks(blocks, {r.kernel.key: r for r in report.kernels}, width, sweep, roots))
     problems = problem_lines(report)
     if problems:

@@ -7,8 +7,10 @@ name configs by that number (`#3`).
 
 from __future__ import annotations
 
+import textwrap
 from typing import Mapping, Sequence
 
+from rich.cells import cell_len
 from rich.text import Text
 
 from irscope.families import Family, SharedFinding
@@ -16,7 +18,7 @@ from irscope.model import KernelReport
 from irscope.render.console import _instructions, _registers, short_key
 from irscope.render.occupancy import occupancy_cell
 from irscope.render.safe import printable, printable_message, printable_name
-from irscope.render.table import Column, draw_table
+from irscope.render.table import Column, draw_table, middle_ellipsis
 from irscope.source_roots import SourceRoots
 
 # Short headers for the compile options; constexprs keep their own names.
@@ -69,14 +71,18 @@ def config_table(family: Family, kernels: Mapping[str, KernelReport], width: int
     return draw_table("", columns, rows, width)
 
 
-def family_heading(family: Family) -> Text:
+def family_heading(family: Family, width: int | None = None) -> Text:
+    """`name  arch  triton V  84 configs, 12 cannot launch, 10 spill`; the name cut in the middle to fit."""
     n = len(family.configs)
     cannot = sum(c.fit.launches is False for c in family.configs)
     spilling = sum(bool(c.spills) for c in family.configs)
     parts = [f"{n} configs", f"{cannot} cannot launch" if cannot else "", f"{spilling} spill" if spilling else ""]
-    text = Text.assemble((printable_name(family.name), "bold"), "  ", printable_name(family.arch or "?"), "  ",
-                         f"triton {printable_name(family.triton or '?')}  ", ", ".join(p for p in parts if p))
-    return text
+    rest = (f"  {printable_name(family.arch or '?')}  triton {printable_name(family.triton or '?')}  "
+            + ", ".join(p for p in parts if p))
+    name = printable_name(family.name)
+    if width is not None:
+        name = middle_ellipsis(name, max(12, width - cell_len(rest)))
+    return Text.assemble((name, "bold"), rest)
 
 
 def autotune_line(family: Family) -> Text | None:
@@ -107,7 +113,16 @@ def launch_lines(family: Family) -> list[Text]:
     return lines
 
 
-def shared_finding_lines(family: Family, shared: SharedFinding, roots: SourceRoots | None = None) -> list[Text]:
+def _wrapped(text: str, width: int | None, indent: str = "      ", style: str | None = None) -> list[Text]:
+    """`text` as lines of at most `width` cells (None: one line), each after `indent`."""
+    if width is None or width <= len(indent) + 20:
+        return [Text(indent + text, style=style)]
+    return [Text(line, style=style) for line in textwrap.wrap(text, width, initial_indent=indent,
+                                                              subsequent_indent=indent, break_on_hyphens=False)]
+
+
+def shared_finding_lines(family: Family, shared: SharedFinding, roots: SourceRoots | None = None,
+                         width: int | None = None) -> list[Text]:
     style = {"error": "red", "warning": "yellow"}.get(shared.severity, "cyan")
     n, total = len(shared.configs), len(family.configs)
     f = shared.example
@@ -118,21 +133,21 @@ def shared_finding_lines(family: Family, shared: SharedFinding, roots: SourceRoo
     # Name the smaller side: the configs it is in, or those it spares.
     spares = "" if not spared else f": {labels(shared.configs)}" if n <= len(spared) else f"; spares {labels(spared)}"
     example = label(shared.configs[0])
-    return [Text.assemble("  ", (f"{shared.severity} {shared.code}", style), f" {shared.slug}  {where}  ",
-                          (f"in {n} of {total} configs{spares}", "bold")),
-            Text(f"      {example}: " + printable_message(shared.example.message)),
-            Text("      fix: " + printable(shared.example.fix), style="dim")]
+    head = Text.assemble("  ", (f"{shared.severity} {shared.code}", style), f" {shared.slug}  {where}  ",
+                         (f"in {n} of {total} configs{spares}", "bold"))
+    heads = [head] if width is None or head.cell_len <= width else _wrapped(head.plain, width, "  ")
+    return [*heads, *_wrapped(f"{example}: " + printable_message(shared.example.message), width),
+            *_wrapped("fix: " + printable(shared.example.fix), width, style="dim")]
 
 
 def family_block(family: Family, kernels: Mapping[str, KernelReport], width: int | None,
                  sweep: bool = False, roots: SourceRoots | None = None) -> list[Text]:
     """The family's heading, what cannot launch or spills, its configs (every one with `sweep`, else
     the ROWS most serious that can launch) and its findings, one line per rule and Python line."""
-    lines = [Text(""), family_heading(family)]
-    lines.extend(launch_lines(family))
-    note = autotune_line(family)
-    if note is not None:
-        lines.append(note)
+    lines = [Text(""), family_heading(family, width)]
+    for line in [*launch_lines(family), *filter(None, [autotune_line(family)])]:
+        lines.extend([line] if width is None or line.cell_len <= width else _wrapped(line.plain, width, "  ",
+                                                                                       str(line.style) or None))
     positions = None
     if not sweep:
         launching = [i for i, c in enumerate(family.configs) if c.fit.launches is not False]
@@ -142,7 +157,7 @@ def family_block(family: Family, kernels: Mapping[str, KernelReport], width: int
         lines.append(Text(f"  {len(positions)} of {len(family.configs)} configs shown; --sweep shows every one",
                           style="dim"))
     for shared in family.findings:
-        lines.extend(shared_finding_lines(family, shared, roots))
+        lines.extend(shared_finding_lines(family, shared, roots, width))
     return lines
 
 
