@@ -32,6 +32,12 @@ def _gemm_key(report):
                 if r.kernel.name == "matmul_kernel" and r.kernel.target.arch == "gfx942" and r.findings)
 
 
+def _column(name: str) -> int:
+    from irscope.tui.kernels import TABLE_COLUMNS
+
+    return next(i for i, c in enumerate(TABLE_COLUMNS) if c.name == name)
+
+
 async def _open_kernel(pilot, key):
     pilot.app.screen.query_one(KernelTable).move_to(key)
     await pilot.press("enter")
@@ -53,10 +59,11 @@ def test_the_kernel_table_lists_filters_and_sorts(report):
             await pilot.press("escape")
             await pilot.pause()
             assert table.row_count == len(report.kernels)
-            app.screen.sort_column = 5  # VGPR/regs
+            vgprs = _column("VGPR/regs")
+            app.screen.sort_column = vgprs
             app.screen.reverse = True
             app.screen.refill()
-            column = [table.cells[key][5] for key in table.keys]
+            column = [table.cells[key][vgprs] for key in table.keys]
             values = [int(cell.split()[0].replace(",", "")) for cell in column if cell[0].isdigit()]
             assert int(column[0].split()[0].replace(",", "")) == max(values) > min(values)
 
@@ -240,7 +247,7 @@ def test_the_table_opens_before_the_results_and_fills_in_as_they_arrive(report, 
             assert table.row_count == len(report.kernels)  # every kernel, before any result
             key = table.keys[0]
             if key in screen.pending:
-                assert table.cells[key][5] is PENDING
+                assert table.cells[key][_column("VGPR/regs")] is PENDING
                 await pilot.press("enter")  # a kernel still analyzed: said so, not opened
                 await pilot.pause()
                 assert app.screen is screen
@@ -348,4 +355,31 @@ def test_an_nvidia_kernel_has_a_sass_tab_with_the_mix_of_scan_sass(tmp_path):
             for n in loads:  # the mix's line numbers (from scan --sass) fit the text the tab shows
                 assert "LDG" in view.lines[n - 1] and view.mix_gutter[n].startswith("gload")
 
+    asyncio.run(run())
+
+
+def test_the_name_column_stays_and_the_key_tells_same_named_kernels_apart(report):
+    from irscope.render.console import short_key
+
+    async def run():
+        app = IrscopeApp(report=report)
+        async with app.run_test(size=(80, 40)) as pilot:  # narrower than the table: it scrolls right
+            table = app.screen.query_one(KernelTable)
+            await pilot.pause()
+            names = [report_by_key[key].kernel.name for key in table.keys]
+            twins = next(n for n in names if names.count(n) > 1)
+            rows = [i for i, n in enumerate(names) if n == twins][:2]
+            keys = [short_key(table.keys[i]) for i in rows]
+            assert keys[0] != keys[1]
+            lines = ["".join(s.text for s in table.render_line(1 + i)) for i in rows]
+            assert all(k in line for k, line in zip(keys, lines))  # the key shows beside the name
+            table.scroll_to(x=table.virtual_size.width, animate=False)
+            await pilot.pause()
+            assert table.scroll_offset.x > 0
+            header = "".join(s.text for s in table.render_line(0))
+            assert header.startswith("kernel") and "info" in header  # the name pinned, the last column shown
+            for i in rows:
+                assert "".join(s.text for s in table.render_line(1 + i)).startswith(twins[:8])
+
+    report_by_key = {r.kernel.key: r for r in report.kernels}
     asyncio.run(run())
