@@ -383,3 +383,44 @@ def test_the_name_column_stays_and_the_key_tells_same_named_kernels_apart(report
 
     report_by_key = {r.kernel.key: r for r in report.kernels}
     asyncio.run(run())
+
+
+@pytest.mark.parametrize("key, status", [(b"\x03", 130), (b"\x11", 0)], ids=["ctrl-c", "ctrl-q"])
+def test_ctrl_c_quits_irscope_tui_with_130_and_ctrl_q_with_0(tmp_path, key, status):
+    """End to end: the command in a terminal (a pty), the key typed, the process's exit status."""
+    import os
+    import pty
+    import select
+    import sys
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: irscope tui on a small cache, its result index kept out of the user's
+        os.environ.update(XDG_CACHE_HOME=str(tmp_path), TERM="xterm-256color", COLUMNS="120", LINES="40")
+        os.execv(sys.executable, [sys.executable, "-m", "irscope", "tui", str(FIXTURES / "before_after" / "before"),
+                                  "--no-cache", "-j", "1"])
+    seen, deadline = b"", time.monotonic() + 60
+    try:
+        while b"kernels under" not in seen and time.monotonic() < deadline:
+            if select.select([fd], [], [], 0.5)[0]:
+                try:
+                    seen += os.read(fd, 65536)
+                except OSError:
+                    break
+        assert b"kernels under" in seen, seen[-2000:]
+        os.write(fd, key)
+        while time.monotonic() < deadline:  # keep reading: a child blocked on a full pty never exits
+            done, code = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if select.select([fd], [], [], 0.2)[0]:
+                try:
+                    os.read(fd, 65536)
+                except OSError:
+                    pass
+        else:
+            os.kill(pid, 9)
+            pytest.fail("irscope tui did not quit")
+    finally:
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(code) == status

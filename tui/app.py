@@ -16,6 +16,8 @@ from textual.widgets import Static
 from irscope.diff import DiffReport
 from irscope.report import Report
 
+INTERRUPTED = 130  # Ctrl-C: the status a shell gives a process ended by SIGINT
+
 HELP = """irscope tui: keys
 
 Kernel table   Enter open a kernel   / filter (name, arch, key, rule code)   Esc clear the filter
@@ -26,7 +28,7 @@ Kernel view    ] next tab, [ previous, 1-9 a tab (or click it)   arrows, PgUp/Pg
                / search in this tab, n next match   c copy the artifact's path   Esc back
 Occupancy tab  type VGPRs, LDS, warps (or registers, shared) and press Enter: the what-if
 Diff           Enter show a pair's changes   r regressions only
-Everywhere     ? this help   q quit
+Everywhere     ? this help   q or Ctrl-Q quit   Ctrl-C quit with exit status 130
 """
 
 
@@ -40,7 +42,10 @@ class HelpScreen(ModalScreen):
 class IrscopeApp(App):
     TITLE = "irscope"
     CSS_PATH = "irscope.tcss"
-    BINDINGS = [Binding("q", "quit", "Quit"), Binding("question_mark", "help", "Help")]
+    # Ctrl-C quits as it does every other command, with the exit status of an interrupt (the CLI
+    # returns app.return_code); Textual's own binding would only say to press Ctrl-Q.
+    BINDINGS = [Binding("q", "quit", "Quit"), Binding("question_mark", "help", "Help"),
+                Binding("ctrl+c", "interrupt", "Quit (130)", show=False, priority=True)]
 
     def __init__(self, report: Report | None = None, diff: DiffReport | None = None,
                  source_dirs: tuple[str, ...] = (), run=None) -> None:
@@ -61,6 +66,9 @@ class IrscopeApp(App):
             from irscope.tui.kernels import KernelsScreen
 
             self.push_screen(KernelsScreen(self.report, self.source_dirs, run=self.scan_run))
+
+    def action_interrupt(self) -> None:
+        self.exit(return_code=INTERRUPTED)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
