@@ -424,3 +424,60 @@ def test_ctrl_c_quits_irscope_tui_with_130_and_ctrl_q_with_0(tmp_path, key, stat
     finally:
         os.close(fd)
     assert os.waitstatus_to_exitcode(code) == status
+
+
+def test_switching_tabs_focuses_the_tabs_list_or_text(report):
+    from textual.widgets import OptionList
+
+    async def run():
+        app = IrscopeApp(report=report, source_dirs=SOURCES)
+        async with app.run_test(size=SIZE) as pilot:
+            await _open_kernel(pilot, _gemm_key(report))
+            screen = app.screen
+            await pilot.press("right_square_bracket")  # Findings -> Source
+            await pilot.pause()
+            assert screen.focused is screen.query_one("#view-source")
+            await pilot.press("down", "down")  # arrows act on the tab shown at once
+            assert screen.query_one("#view-source").cursor == 3
+            await pilot.press("left_square_bracket")
+            await pilot.pause()
+            assert screen.focused is screen.query_one("#finding-list", OptionList)
+            screen.query_one(TabbedContent).active = "layouts"  # as a click on the tab does
+            await pilot.pause()
+            assert screen.focused is not None and screen.query_one("#layouts") in screen.focused.ancestors_with_self
+
+    asyncio.run(run())
+
+
+def test_the_occupancy_tab_takes_digits_and_backspace_and_says_the_what_if_was_typed_here(report):
+    key = _gemm_key(report)
+
+    async def run():
+        app = IrscopeApp(report=report, source_dirs=SOURCES)
+        async with app.run_test(size=SIZE) as pilot:
+            await _open_kernel(pilot, key)
+            screen = app.screen
+            await pilot.press(str(screen._tab_ids().index("occupancy") + 1))  # its tab by number
+            await pilot.pause()
+            assert screen.focused is screen.query(".what-if-field Input").first()  # the first field
+            await pilot.press("tab")
+            box = screen.query_one("#what-if-vgprs")
+            assert screen.focused is box
+            box.value = ""
+            await pilot.press("1", "2", "9", "backspace", "8")  # digits type; Backspace deletes, not closes
+            await pilot.pause()
+            assert app.screen is screen and screen.query_one(TabbedContent).active == "occupancy"
+            assert box.value == "128"
+            await pilot.press("enter")
+            await pilot.pause()
+            shown = _static_text(screen.query_one("#what-if-result"))
+            assert "vgprs = 128  what-if (typed here)" in shown and "command line" not in shown
+            screen.query_one("#occupancy").query_one("OccupancyPanel").focus()  # off the fields (a click beside)
+            await pilot.press("1", "backspace")
+            await pilot.pause()
+            assert app.screen is screen and screen.query_one(TabbedContent).active == "occupancy"
+            await pilot.press("left_square_bracket", "backspace")  # elsewhere Backspace still goes back
+            await pilot.pause()
+            assert app.screen is not screen
+
+    asyncio.run(run())

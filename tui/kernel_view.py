@@ -31,7 +31,8 @@ STAGES = ("ttir", "ttgir", "llir", "amdgcn", "ptx", "json")
 
 class KernelScreen(Screen):
     BINDINGS = [
-        Binding("escape,backspace", "app.pop_screen", "Back"),
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("backspace", "back", "Back", show=False),
         Binding("slash", "search", "Search"),
         Binding("c", "copy_path", "Copy path"),
         Binding("right_square_bracket", "tab(1)", "Next tab"),
@@ -80,6 +81,15 @@ class KernelScreen(Screen):
         if "sass" in self._stages():
             self.disassemble()
 
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        # In Occupancy, digits and Backspace are the what-if's: they never switch tabs or close the view.
+        if action in ("tab_number", "back") and self.query_one(TabbedContent).active == "occupancy":
+            return False
+        return True
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
     def _tab_ids(self) -> list[str]:
         return [pane.id for pane in self.query(TabPane)]
 
@@ -95,11 +105,27 @@ class KernelScreen(Screen):
 
     def _show_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
-        views = self.query(f"#view-{tab}")
-        if views:
-            views.first().focus()
+        self._focus_tab(tab)
+
+    def _focus_tab(self, tab: str) -> None:
+        """Focus what the tab is worked with (its text, list or first what-if field), so arrows,
+        Enter and typing act on the tab shown, not on the one left."""
+        pane = self.query_one(f"#{tab}", TabPane)
+        for kind in (CodeView, OptionList, Input):
+            found = [w for w in pane.query(kind) if w.focusable]
+            if found:
+                found[0].focus()
+                return
+        others = [w for w in pane.query("*") if w.focusable]
+        if others:
+            others[0].focus()
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.tabbed_content.id != "tabs":
+            return
+        focused = self.focused
+        if focused is None or focused.id == "search" or event.pane not in focused.ancestors:
+            self._focus_tab(event.pane.id)  # a click on a tab, or ] [ 1-9
         # A view scrolled while its tab was hidden did not move: put its cursor line in view now.
         view = self._active_view()
         if view is not None and view.cursor > 1:

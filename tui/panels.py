@@ -7,10 +7,14 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Label, Static
 
-from irscope.model import KernelReport
+from irscope.model import KernelReport, Origin
+from irscope.occupancy import Input as OccupancyInput
 from irscope.occupancy import occupancy_for
 from irscope.render.occupancy import occupancy_table
 from irscope.render.safe import printable
+
+# Where a what-if value came from here (the CLI's occupancy.WHAT_IF says "given on the command line").
+TYPED_HERE = Origin("what-if", None, "typed here")
 
 
 class OccupancyPanel(VerticalScroll):
@@ -22,6 +26,7 @@ class OccupancyPanel(VerticalScroll):
         occ = report.occupancy
         self.arch = occ.occupancy.arch
         self.values = {i.name: i.value for i in occ.inputs}
+        self.inputs = {i.name: i for i in occ.inputs}
 
     def compose(self) -> ComposeResult:
         yield Static(occupancy_table("As compiled", self.report.occupancy), id="as-compiled")
@@ -44,9 +49,12 @@ class OccupancyPanel(VerticalScroll):
         for name in self.values:
             text = self.query_one(f"#what-if-{name}", Input).value.strip()
             values[name] = int(text) if text.lstrip("-").isdigit() else self.values[name]
+        # A value left as compiled keeps the artifact line it came from; one changed was typed here.
+        inputs = {name: self.inputs[name] if value == self.values[name] else OccupancyInput(name, value, TYPED_HERE)
+                  for name, value in values.items()}
         result = self.query_one("#what-if-result", Static)
         try:
-            result.update(occupancy_table("What if", occupancy_for(self.arch, values)))
+            result.update(occupancy_table("What if (typed here)", occupancy_for(self.arch, values, inputs)))
         except ValueError as exc:
             result.update(Text(printable(str(exc)), style="red"))
 
