@@ -481,3 +481,21 @@ def test_the_occupancy_tab_takes_digits_and_backspace_and_says_the_what_if_was_t
             assert app.screen is not screen
 
     asyncio.run(run())
+
+
+def test_the_findings_tab_shows_each_findings_fix(report):
+    from textual.widgets import OptionList
+
+    kernel = next(r for r in report.kernels if r.kernel.key == _gemm_key(report))
+
+    async def run():
+        app = IrscopeApp(report=report, source_dirs=SOURCES)
+        async with app.run_test(size=SIZE) as pilot:
+            await _open_kernel(pilot, kernel.kernel.key)
+            listing = app.screen.query_one("#finding-list", OptionList)
+            labels = [listing.get_option_at_index(i).prompt.plain for i in range(listing.option_count)]
+            assert len(labels) == len(kernel.findings)
+            for label, finding in zip(labels, kernel.findings):
+                assert f"fix: {finding.fix}" in label
+
+    asyncio.run(run())

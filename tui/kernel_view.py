@@ -161,7 +161,7 @@ class KernelScreen(Screen):
         for i, f in enumerate(self.report.findings):
             where = f"py:{f.python_line}" if f.python_line is not None else f"{f.stage}:{f.line}"
             label = Text.assemble((f"{f.severity} {f.code} ", "bold"), printable(f"{f.slug}  {where}\n  "),
-                                  printable_message(f.message))
+                                  printable_message(f.message), ("\n  fix: " + printable(f.fix), "dim"))
             options.append(Option(label, id=str(i)))
         if not options:
             options.append(Option(Text("no findings"), id="none", disabled=True))
