@@ -364,13 +364,13 @@ def _cmd_tui(args: argparse.Namespace) -> int:
     except ImportError as exc:  # textual is a dependency; a broken install says what is missing
         _error(f"the TUI needs textual: {exc}")
         return EXIT_USAGE
-    report = diff = run = None
+    report = diff = run = sides = None
     try:
         if args.diff:
             from irscope.diff import diff_reports, load_policy
 
             before, after = (_load_side(p, None, not args.no_cache, args.jobs, args.artifacts) for p in args.diff)
-            diff = diff_reports(before, after, policy=load_policy())
+            diff, sides = diff_reports(before, after, policy=load_policy()), (before, after)
         else:
             report = _saved_report(args.paths[0], args.artifacts) if len(args.paths) == 1 else None
             if report is None:
@@ -387,7 +387,7 @@ def _cmd_tui(args: argparse.Namespace) -> int:
     if report is not None and not report.kernels:
         _error(f"no Triton kernels found under {', '.join(report.roots)}")
         return EXIT_USAGE
-    app = IrscopeApp(report=report, diff=diff, source_dirs=tuple(args.source), run=run)
+    app = IrscopeApp(report=report, diff=diff, source_dirs=tuple(args.source), run=run, sides=sides)
     try:
         app.run()
     finally:

@@ -499,3 +499,47 @@ def test_the_findings_tab_shows_each_findings_fix(report):
                 assert f"fix: {finding.fix}" in label
 
     asyncio.run(run())
+
+
+def test_diff_mode_shows_the_stage_diff_opens_both_kernels_and_names_the_unpaired():
+    from irscope.diff import diff_reports
+    from irscope.stage_diff import stage_diff
+    from irscope.tui.kernel_view import KernelScreen
+
+    before = scan(FIXTURES / "before_after" / "before", jobs=1)
+    after = scan(FIXTURES / "before_after" / "after", jobs=1)
+    dropped = after.kernels[-1]  # a kernel the after build no longer has: its partner is unpaired
+    after = dataclasses.replace(after, kernels=after.kernels[:-1])
+    diff = diff_reports(before, after)
+    assert diff.only_before
+
+    async def run():
+        app = IrscopeApp(diff=diff, sides=(before, after))
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            unpaired = _static_text(screen.query_one("#unpaired"))
+            for key in diff.only_before:
+                assert next(r.kernel.name for r in before.kernels if r.kernel.key == key) in unpaired
+            assert dropped.kernel.name in unpaired
+            await pilot.press("enter")
+            await pilot.app.workers.wait_for_complete()
+            await pilot.pause()
+            p = screen.pairs[0]
+            old = next(r for r in before.kernels if r.kernel.key == p.before_key)
+            new = next(r for r in after.kernels if r.kernel.key == p.after_key)
+            lines = stage_diff(old.kernel.artifact(screen.stage), new.kernel.artifact(screen.stage))
+            shown = _static_text(screen.query_one("#stage-diff"))
+            assert f"{screen.stage} diff" in shown and lines and lines[-1].strip() in shown
+            first = screen.stage
+            await pilot.press("t")  # the next stage
+            await pilot.app.workers.wait_for_complete()
+            await pilot.pause()
+            assert screen.stage != first and f"{screen.stage} diff" in _static_text(screen.query_one("#stage-diff"))
+            await pilot.press("a")
+            await pilot.pause()
+            assert isinstance(app.screen, KernelScreen) and app.screen.report is new
+            await pilot.press("escape", "b")
+            await pilot.pause()
+            assert isinstance(app.screen, KernelScreen) and app.screen.report is old
+
+    asyncio.run(run())

@@ -27,7 +27,8 @@ Kernel view    ] next tab, [ previous, 1-9 a tab (or click it)   arrows, PgUp/Pg
                picking an IR/ISA line jumps to its Python line; Enter on a finding jumps to it
                / search in this tab, n next match   c copy the artifact's path   Esc back
 Occupancy tab  type VGPRs, LDS, warps (or registers, shared) and press Enter: the what-if
-Diff           Enter show a pair's changes   r regressions only
+Diff           Enter show a pair's changes and a stage's text diff   t the next stage
+               a open the pair's after kernel, b its before kernel   r regressions only
 Everywhere     ? this help   q or Ctrl-Q quit   Ctrl-C quit with exit status 130
 """
 
@@ -48,10 +49,12 @@ class IrscopeApp(App):
                 Binding("ctrl+c", "interrupt", "Quit (130)", show=False, priority=True)]
 
     def __init__(self, report: Report | None = None, diff: DiffReport | None = None,
-                 source_dirs: tuple[str, ...] = (), run=None) -> None:
+                 source_dirs: tuple[str, ...] = (), run=None, sides: tuple[Report, Report] | None = None) -> None:
         """One of: `report`, a finished scan; `run`, a pipeline.ScanRun whose results the kernel
-        table shows as they arrive; `diff`, two builds compared."""
+        table shows as they arrive; `diff`, two builds compared, with `sides`, the two scans it was
+        made of (for the stage diff and the kernels' views)."""
         super().__init__()
+        self.sides = sides
         self.report = report
         self.diff = diff
         self.scan_run = run
@@ -61,7 +64,7 @@ class IrscopeApp(App):
         if self.diff is not None:
             from irscope.tui.diff_view import DiffScreen
 
-            self.push_screen(DiffScreen(self.diff))
+            self.push_screen(DiffScreen(self.diff, self.sides, self.source_dirs))
         else:
             from irscope.tui.kernels import KernelsScreen
 
