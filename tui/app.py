@@ -22,11 +22,13 @@ HELP = """irscope tui: keys
 
 Kernel table   Enter open a kernel   / filter (name, arch, key, rule code)   Esc clear the filter
                s sort by the next column (or click a header)   r reverse the order
+               key: the cache directory's first 8 characters (tells same-named kernels apart)
 Kernel view    ] next tab, [ previous, 1-9 a tab (or click it)   arrows, PgUp/PgDn, g/G move   Enter pick
                picking a Python line marks the lines it became in every stage;
                picking an IR/ISA line jumps to its Python line; Enter on a finding jumps to it
-               / search in this tab, n next match   c copy the artifact's path   Esc back
+               / search in this tab, n next match   c copy the artifact's path   Esc (or Backspace) back
 Occupancy tab  type VGPRs, LDS, warps (or registers, shared) and press Enter: the what-if
+               digits and Backspace edit the fields here; ] [ switch tabs, Esc back
 Diff           Enter show a pair's changes and a stage's text diff   t the next stage
                a open the pair's after kernel, b its before kernel   r regressions only
 Everywhere     ? this help   q or Ctrl-Q quit   Ctrl-C quit with exit status 130
