@@ -442,6 +442,9 @@ def test_switching_tabs_focuses_the_tabs_list_or_text(report):
             await pilot.press("left_square_bracket")
             await pilot.pause()
             assert screen.focused is screen.query_one("#finding-list", OptionList)
+            await pilot.press("slash", "v", "left_square_bracket")  # the search box still types brackets
+            assert screen.query_one("#search").value == "v[" and screen.query_one(TabbedContent).active == "findings"
+            await pilot.press("enter")  # searched, the box hidden
             screen.query_one(TabbedContent).active = "layouts"  # as a click on the tab does
             await pilot.pause()
             assert screen.focused is not None and screen.query_one("#layouts") in screen.focused.ancestors_with_self
@@ -472,6 +475,12 @@ def test_the_occupancy_tab_takes_digits_and_backspace_and_says_the_what_if_was_t
             await pilot.pause()
             shown = _static_text(screen.query_one("#what-if-result"))
             assert "vgprs = 128  what-if (typed here)" in shown and "command line" not in shown
+            await pilot.press("right_square_bracket")  # `]` is no number: from a field it still switches tabs
+            await pilot.pause()
+            assert screen.query_one(TabbedContent).active != "occupancy" and box.value == "128"
+            await pilot.press("left_square_bracket")
+            await pilot.pause()
+            assert screen.query_one(TabbedContent).active == "occupancy"
             screen.query_one("#occupancy").query_one("OccupancyPanel").focus()  # off the fields (a click beside)
             await pilot.press("1", "backspace")
             await pilot.pause()

@@ -35,8 +35,10 @@ class KernelScreen(Screen):
         Binding("backspace", "back", "Back", show=False),
         Binding("slash", "search", "Search"),
         Binding("c", "copy_path", "Copy path"),
-        Binding("right_square_bracket", "tab(1)", "Next tab"),
-        Binding("left_square_bracket", "tab(-1)", "Previous tab", show=False),
+        # Before the focused widget: a what-if field would swallow them (the search box, which consumes
+        # every printable key, still types them: `v[2:3]`).
+        Binding("right_square_bracket", "tab(1)", "Next tab", priority=True),
+        Binding("left_square_bracket", "tab(-1)", "Previous tab", show=False, priority=True),
         *(Binding(str(n), f"tab_number({n})", f"Tab {n}", show=False) for n in range(1, 10)),
     ]
 

@@ -17,6 +17,14 @@ from irscope.render.safe import printable
 TYPED_HERE = Origin("what-if", None, "typed here")
 
 
+class WhatIfField(Input):
+    """A number field. It claims only the keys of a number, so `]` and `[` still switch tabs from
+    it (a plain Input claims every printable key, and the screen's bindings never see them)."""
+
+    def check_consume_key(self, key: str, character: str | None) -> bool:
+        return character is not None and (character.isdigit() or character == "-")
+
+
 class OccupancyPanel(VerticalScroll):
     """The kernel's occupancy, and the same calculator on values the user types."""
 
@@ -35,7 +43,7 @@ class OccupancyPanel(VerticalScroll):
             for name, value in self.values.items():
                 with Vertical(classes="what-if-field"):
                     yield Label(name)
-                    yield Input(str(value), id=f"what-if-{name}", type="integer")
+                    yield WhatIfField(str(value), id=f"what-if-{name}", type="integer")
         yield Static(Text(""), id="what-if-result")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
