@@ -397,13 +397,13 @@ def _cmd_tui(args: argparse.Namespace) -> int:
     except ImportError as exc:  # textual is a dependency; a broken install says what is missing
         _error(f"the TUI needs textual: {exc}")
         return EXIT_USAGE
-    report = diff = run = None
+    report = diff = run = sides = None
     try:
         if args.diff:
             from irscope.diff import diff_reports, load_policy
 
             before, after = (_load_side(p, None, not args.no_cache, args.jobs, args.artifacts) for p in args.diff)
-            diff = diff_reports(before, after, policy=load_policy())
+            diff, sides = diff_reports(before, after, policy=load_policy()), (before, after)
         else:
             report = _saved_report(args.paths[0], args.artifacts) if len(args.paths) == 1 else None
             if report is None:
@@ -420,12 +420,13 @@ def _cmd_tui(args: argparse.Namespace) -> int:
     if report is not None and not report.kernels:
         _error(f"no Triton kernels found under {', '.join(report.roots)}")
         return EXIT_USAGE
+    app = IrscopeApp(report=report, diff=diff, source_dirs=tuple(args.source), run=run, sides=sides)
     try:
-        IrscopeApp(report=report, diff=diff, source_dirs=tuple(args.source), run=run).run()
+        app.run()
     finally:
         if run is not None:
             run.close()
-    return EXIT_OK
+    return app.return_code or EXIT_OK  # 130 after Ctrl-C
 
 
 def _run_tui(report, diff, source_dirs: tuple[str, ...]) -> int:
@@ -434,8 +435,9 @@ def _run_tui(report, diff, source_dirs: tuple[str, ...]) -> int:
     except ImportError as exc:  # textual is a dependency; a broken install says what is missing
         _error(f"the TUI needs textual: {exc}")
         return EXIT_USAGE
-    IrscopeApp(report=report, diff=diff, source_dirs=source_dirs).run()
-    return EXIT_OK
+    app = IrscopeApp(report=report, diff=diff, source_dirs=source_dirs)
+    app.run()
+    return app.return_code or EXIT_OK  # 130 after Ctrl-C
 
 
 def _cmd_baseline(args: argparse.Namespace) -> int:

@@ -32,6 +32,12 @@ def _gemm_key(report):
                 if r.kernel.name == "matmul_kernel" and r.kernel.target.arch == "gfx942" and r.findings)
 
 
+def _column(name: str) -> int:
+    from irscope.tui.kernels import TABLE_COLUMNS
+
+    return next(i for i, c in enumerate(TABLE_COLUMNS) if c.name == name)
+
+
 async def _open_kernel(pilot, key):
     pilot.app.screen.query_one(KernelTable).move_to(key)
     await pilot.press("enter")
@@ -53,10 +59,11 @@ def test_the_kernel_table_lists_filters_and_sorts(report):
             await pilot.press("escape")
             await pilot.pause()
             assert table.row_count == len(report.kernels)
-            app.screen.sort_column = 5  # VGPR/regs
+            vgprs = _column("VGPR/regs")
+            app.screen.sort_column = vgprs
             app.screen.reverse = True
             app.screen.refill()
-            column = [table.cells[key][5] for key in table.keys]
+            column = [table.cells[key][vgprs] for key in table.keys]
             values = [int(cell.split()[0].replace(",", "")) for cell in column if cell[0].isdigit()]
             assert int(column[0].split()[0].replace(",", "")) == max(values) > min(values)
 
@@ -240,7 +247,7 @@ def test_the_table_opens_before_the_results_and_fills_in_as_they_arrive(report, 
             assert table.row_count == len(report.kernels)  # every kernel, before any result
             key = table.keys[0]
             if key in screen.pending:
-                assert table.cells[key][5] is PENDING
+                assert table.cells[key][_column("VGPR/regs")] is PENDING
                 await pilot.press("enter")  # a kernel still analyzed: said so, not opened
                 await pilot.pause()
                 assert app.screen is screen
@@ -347,5 +354,201 @@ def test_an_nvidia_kernel_has_a_sass_tab_with_the_mix_of_scan_sass(tmp_path):
             assert loads
             for n in loads:  # the mix's line numbers (from scan --sass) fit the text the tab shows
                 assert "LDG" in view.lines[n - 1] and view.mix_gutter[n].startswith("gload")
+
+    asyncio.run(run())
+
+
+def test_the_name_column_stays_and_the_key_tells_same_named_kernels_apart(report):
+    from irscope.render.console import short_key
+
+    async def run():
+        app = IrscopeApp(report=report)
+        async with app.run_test(size=(80, 40)) as pilot:  # narrower than the table: it scrolls right
+            table = app.screen.query_one(KernelTable)
+            await pilot.pause()
+            names = [report_by_key[key].kernel.name for key in table.keys]
+            twins = next(n for n in names if names.count(n) > 1)
+            rows = [i for i, n in enumerate(names) if n == twins][:2]
+            keys = [short_key(table.keys[i]) for i in rows]
+            assert keys[0] != keys[1]
+            lines = ["".join(s.text for s in table.render_line(1 + i)) for i in rows]
+            assert all(k in line for k, line in zip(keys, lines))  # the key shows beside the name
+            table.scroll_to(x=table.virtual_size.width, animate=False)
+            await pilot.pause()
+            assert table.scroll_offset.x > 0
+            header = "".join(s.text for s in table.render_line(0))
+            assert header.startswith("kernel") and "info" in header  # the name pinned, the last column shown
+            for i in rows:
+                assert "".join(s.text for s in table.render_line(1 + i)).startswith(twins[:8])
+
+    report_by_key = {r.kernel.key: r for r in report.kernels}
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("key, status", [(b"\x03", 130), (b"\x11", 0)], ids=["ctrl-c", "ctrl-q"])
+def test_ctrl_c_quits_irscope_tui_with_130_and_ctrl_q_with_0(tmp_path, key, status):
+    """End to end: the command in a terminal (a pty), the key typed, the process's exit status."""
+    import os
+    import pty
+    import select
+    import sys
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: irscope tui on a small cache, its result index kept out of the user's
+        os.environ.update(XDG_CACHE_HOME=str(tmp_path), TERM="xterm-256color", COLUMNS="120", LINES="40")
+        os.execv(sys.executable, [sys.executable, "-m", "irscope", "tui", str(FIXTURES / "before_after" / "before"),
+                                  "--no-cache", "-j", "1"])
+    seen, deadline = b"", time.monotonic() + 60
+    try:
+        while b"kernels under" not in seen and time.monotonic() < deadline:
+            if select.select([fd], [], [], 0.5)[0]:
+                try:
+                    seen += os.read(fd, 65536)
+                except OSError:
+                    break
+        assert b"kernels under" in seen, seen[-2000:]
+        os.write(fd, key)
+        while time.monotonic() < deadline:  # keep reading: a child blocked on a full pty never exits
+            done, code = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if select.select([fd], [], [], 0.2)[0]:
+                try:
+                    os.read(fd, 65536)
+                except OSError:
+                    pass
+        else:
+            os.kill(pid, 9)
+            pytest.fail("irscope tui did not quit")
+    finally:
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(code) == status
+
+
+def test_switching_tabs_focuses_the_tabs_list_or_text(report):
+    from textual.widgets import OptionList
+
+    async def run():
+        app = IrscopeApp(report=report, source_dirs=SOURCES)
+        async with app.run_test(size=SIZE) as pilot:
+            await _open_kernel(pilot, _gemm_key(report))
+            screen = app.screen
+            await pilot.press("right_square_bracket")  # Findings -> Source
+            await pilot.pause()
+            assert screen.focused is screen.query_one("#view-source")
+            await pilot.press("down", "down")  # arrows act on the tab shown at once
+            assert screen.query_one("#view-source").cursor == 3
+            await pilot.press("left_square_bracket")
+            await pilot.pause()
+            assert screen.focused is screen.query_one("#finding-list", OptionList)
+            await pilot.press("slash", "v", "left_square_bracket")  # the search box still types brackets
+            assert screen.query_one("#search").value == "v[" and screen.query_one(TabbedContent).active == "findings"
+            await pilot.press("enter")  # searched, the box hidden
+            screen.query_one(TabbedContent).active = "layouts"  # as a click on the tab does
+            await pilot.pause()
+            assert screen.focused is not None and screen.query_one("#layouts") in screen.focused.ancestors_with_self
+
+    asyncio.run(run())
+
+
+def test_the_occupancy_tab_takes_digits_and_backspace_and_says_the_what_if_was_typed_here(report):
+    key = _gemm_key(report)
+
+    async def run():
+        app = IrscopeApp(report=report, source_dirs=SOURCES)
+        async with app.run_test(size=SIZE) as pilot:
+            await _open_kernel(pilot, key)
+            screen = app.screen
+            await pilot.press(str(screen._tab_ids().index("occupancy") + 1))  # its tab by number
+            await pilot.pause()
+            assert screen.focused is screen.query(".what-if-field Input").first()  # the first field
+            await pilot.press("tab")
+            box = screen.query_one("#what-if-vgprs")
+            assert screen.focused is box
+            box.value = ""
+            await pilot.press("1", "2", "9", "backspace", "8")  # digits type; Backspace deletes, not closes
+            await pilot.pause()
+            assert app.screen is screen and screen.query_one(TabbedContent).active == "occupancy"
+            assert box.value == "128"
+            await pilot.press("enter")
+            await pilot.pause()
+            shown = _static_text(screen.query_one("#what-if-result"))
+            assert "vgprs = 128  what-if (typed here)" in shown and "command line" not in shown
+            await pilot.press("right_square_bracket")  # `]` is no number: from a field it still switches tabs
+            await pilot.pause()
+            assert screen.query_one(TabbedContent).active != "occupancy" and box.value == "128"
+            await pilot.press("left_square_bracket")
+            await pilot.pause()
+            assert screen.query_one(TabbedContent).active == "occupancy"
+            screen.query_one("#occupancy").query_one("OccupancyPanel").focus()  # off the fields (a click beside)
+            await pilot.press("1", "backspace")
+            await pilot.pause()
+            assert app.screen is screen and screen.query_one(TabbedContent).active == "occupancy"
+            await pilot.press("left_square_bracket", "backspace")  # elsewhere Backspace still goes back
+            await pilot.pause()
+            assert app.screen is not screen
+
+    asyncio.run(run())
+
+
+def test_the_findings_tab_shows_each_findings_fix(report):
+    from textual.widgets import OptionList
+
+    kernel = next(r for r in report.kernels if r.kernel.key == _gemm_key(report))
+
+    async def run():
+        app = IrscopeApp(report=report, source_dirs=SOURCES)
+        async with app.run_test(size=SIZE) as pilot:
+            await _open_kernel(pilot, kernel.kernel.key)
+            listing = app.screen.query_one("#finding-list", OptionList)
+            labels = [listing.get_option_at_index(i).prompt.plain for i in range(listing.option_count)]
+            assert len(labels) == len(kernel.findings)
+            for label, finding in zip(labels, kernel.findings):
+                assert f"fix: {finding.fix}" in label
+
+    asyncio.run(run())
+
+
+def test_diff_mode_shows_the_stage_diff_opens_both_kernels_and_names_the_unpaired():
+    from irscope.diff import diff_reports
+    from irscope.stage_diff import stage_diff
+    from irscope.tui.kernel_view import KernelScreen
+
+    before = scan(FIXTURES / "before_after" / "before", jobs=1)
+    after = scan(FIXTURES / "before_after" / "after", jobs=1)
+    dropped = after.kernels[-1]  # a kernel the after build no longer has: its partner is unpaired
+    after = dataclasses.replace(after, kernels=after.kernels[:-1])
+    diff = diff_reports(before, after)
+    assert diff.only_before
+
+    async def run():
+        app = IrscopeApp(diff=diff, sides=(before, after))
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            unpaired = _static_text(screen.query_one("#unpaired"))
+            for key in diff.only_before:
+                assert next(r.kernel.name for r in before.kernels if r.kernel.key == key) in unpaired
+            assert dropped.kernel.name in unpaired
+            await pilot.press("enter")
+            await pilot.app.workers.wait_for_complete()
+            await pilot.pause()
+            p = screen.pairs[0]
+            old = next(r for r in before.kernels if r.kernel.key == p.before_key)
+            new = next(r for r in after.kernels if r.kernel.key == p.after_key)
+            lines = stage_diff(old.kernel.artifact(screen.stage), new.kernel.artifact(screen.stage))
+            shown = _static_text(screen.query_one("#stage-diff"))
+            assert f"{screen.stage} diff" in shown and lines and lines[-1].strip() in shown
+            first = screen.stage
+            await pilot.press("t")  # the next stage
+            await pilot.app.workers.wait_for_complete()
+            await pilot.pause()
+            assert screen.stage != first and f"{screen.stage} diff" in _static_text(screen.query_one("#stage-diff"))
+            await pilot.press("a")
+            await pilot.pause()
+            assert isinstance(app.screen, KernelScreen) and app.screen.report is new
+            await pilot.press("escape", "b")
+            await pilot.pause()
+            assert isinstance(app.screen, KernelScreen) and app.screen.report is old
 
     asyncio.run(run())

@@ -99,9 +99,12 @@ def test_diff_screen(snap_compare):
 
     async def show_first_pair(pilot):
         await pilot.press("enter")
+        await pilot.app.workers.wait_for_complete()
         await pilot.pause()
 
-    assert snap_compare(IrscopeApp(diff=diff_reports(before, after)), terminal_size=SIZE, run_before=show_first_pair)
+    # As `irscope tui --diff` opens it: with both scans, for the stage diff.
+    assert snap_compare(IrscopeApp(diff=diff_reports(before, after), sides=(before, after)), terminal_size=SIZE,
+                        run_before=show_first_pair)
 
 
 def test_kernel_view_source_with_findings_and_mix(snap_compare, report):

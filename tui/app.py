@@ -16,17 +16,22 @@ from textual.widgets import Static
 from irscope.diff import DiffReport
 from irscope.report import Report
 
+INTERRUPTED = 130  # Ctrl-C: the status a shell gives a process ended by SIGINT
+
 HELP = """irscope tui: keys
 
 Kernel table   Enter open a kernel   / filter (name, arch, key, rule code)   Esc clear the filter
                s sort by the next column (or click a header)   r reverse the order
+               key: the cache directory's first 8 characters (tells same-named kernels apart)
 Kernel view    ] next tab, [ previous, 1-9 a tab (or click it)   arrows, PgUp/PgDn, g/G move   Enter pick
                picking a Python line marks the lines it became in every stage;
                picking an IR/ISA line jumps to its Python line; Enter on a finding jumps to it
-               / search in this tab, n next match   c copy the artifact's path   Esc back
+               / search in this tab, n next match   c copy the artifact's path   Esc (or Backspace) back
 Occupancy tab  type VGPRs, LDS, warps (or registers, shared) and press Enter: the what-if
-Diff           Enter show a pair's changes   r regressions only
-Everywhere     ? this help   q quit
+               digits and Backspace edit the fields here; ] [ switch tabs, Esc back
+Diff           Enter show a pair's changes and a stage's text diff   t the next stage
+               a open the pair's after kernel, b its before kernel   r regressions only
+Everywhere     ? this help   q or Ctrl-Q quit   Ctrl-C quit with exit status 130
 """
 
 
@@ -40,13 +45,18 @@ class HelpScreen(ModalScreen):
 class IrscopeApp(App):
     TITLE = "irscope"
     CSS_PATH = "irscope.tcss"
-    BINDINGS = [Binding("q", "quit", "Quit"), Binding("question_mark", "help", "Help")]
+    # Ctrl-C quits as it does every other command, with the exit status of an interrupt (the CLI
+    # returns app.return_code); Textual's own binding would only say to press Ctrl-Q.
+    BINDINGS = [Binding("q", "quit", "Quit"), Binding("question_mark", "help", "Help"),
+                Binding("ctrl+c", "interrupt", "Quit (130)", show=False, priority=True)]
 
     def __init__(self, report: Report | None = None, diff: DiffReport | None = None,
-                 source_dirs: tuple[str, ...] = (), run=None) -> None:
+                 source_dirs: tuple[str, ...] = (), run=None, sides: tuple[Report, Report] | None = None) -> None:
         """One of: `report`, a finished scan; `run`, a pipeline.ScanRun whose results the kernel
-        table shows as they arrive; `diff`, two builds compared."""
+        table shows as they arrive; `diff`, two builds compared, with `sides`, the two scans it was
+        made of (for the stage diff and the kernels' views)."""
         super().__init__()
+        self.sides = sides
         self.report = report
         self.diff = diff
         self.scan_run = run
@@ -56,11 +66,14 @@ class IrscopeApp(App):
         if self.diff is not None:
             from irscope.tui.diff_view import DiffScreen
 
-            self.push_screen(DiffScreen(self.diff))
+            self.push_screen(DiffScreen(self.diff, self.sides, self.source_dirs))
         else:
             from irscope.tui.kernels import KernelsScreen
 
             self.push_screen(KernelsScreen(self.report, self.source_dirs, run=self.scan_run))
+
+    def action_interrupt(self) -> None:
+        self.exit(return_code=INTERRUPTED)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())

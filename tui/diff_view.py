@@ -1,10 +1,13 @@
 """`irscope tui --diff BEFORE AFTER`: the pairs side by side, regressions first, a pair's
-changes below the table."""
+changes and the text diff of one stage (as `diff --stage` makes it) below the table, the
+kernels of one side only by name. `a` and `b` open a pair's after and before kernel in the
+kernel view. The stage diff reads both artifacts, so it is made in a worker thread."""
 
 from __future__ import annotations
 
 from rich.console import Group
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -12,8 +15,16 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from irscope.diff import DiffReport, PairDiff
+from irscope.model import KernelReport
+from irscope.render.console import short_key
+from irscope.render.diff import _stage_text as stage_text  # as `irscope diff --stage` prints it
 from irscope.render.diff import pair_details
 from irscope.render.safe import printable, printable_name
+from irscope.report import Report
+from irscope.stage_diff import STAGES
+
+# The stage diffed first: the ISA, where a change to the kernel shows in what runs; `t` cycles through the rest.
+FIRST_STAGES = ("amdgcn", "ptx", "ttgir", "llir", "ttir")
 
 COLUMNS = ("kernel", "arch", "VGPR/regs", "LDS/smem B", "occupancy", "instrs", "findings +/-", "verdict")
 
@@ -39,14 +50,26 @@ def _verdict(p: PairDiff) -> Text:
 
 
 class DiffScreen(Screen):
-    BINDINGS = [Binding("r", "regressions_only", "Regressions only")]
+    BINDINGS = [
+        Binding("r", "regressions_only", "Regressions only"),
+        Binding("t", "next_stage", "Next stage"),
+        Binding("a", "open('after')", "Open after"),
+        Binding("b", "open('before')", "Open before"),
+    ]
 
-    def __init__(self, report: DiffReport) -> None:
+    def __init__(self, report: DiffReport, sides: tuple[Report, Report] | None = None,
+                 source_dirs: tuple[str, ...] = ()) -> None:
+        """`sides`: the two scans the diff was made of; without them, no stage diff and no kernel view."""
         super().__init__()
         self.report = report
+        self.source_dirs = source_dirs
+        self.before = {r.kernel.key: r for r in sides[0].kernels} if sides else {}
+        self.after = {r.kernel.key: r for r in sides[1].kernels} if sides else {}
         # Regressions first, then improvements, then the rest; stable within each.
         self.pairs = sorted(report.pairs, key=lambda p: (not p.regressions, not p.improvements))
         self.only_regressions = False
+        self.shown: PairDiff | None = None  # the pair whose changes are shown
+        self.stage: str | None = None  # its stage diffed
 
     def compose(self) -> ComposeResult:
         title = (f"{len(self.report.pairs)} pairs: {', '.join(self.report.before)} -> "
@@ -55,8 +78,29 @@ class DiffScreen(Screen):
         yield Static(Text(printable(title)), id="title")
         yield DataTable(id="pairs", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="pair-details"):
-            yield Static(Text("Select a pair (Enter) to see what changed."), id="details")
+            yield Static(Text("Select a pair (Enter) to see what changed; a and b open its after and before "
+                              "kernel."), id="details")
+            yield Static(Text(""), id="stage-diff")
+            yield Static(self._unpaired(), id="unpaired")
         yield Footer()
+
+    def _unpaired(self) -> Text:
+        """The kernels with no partner, by name (and arch and key, which tell same-named ones apart)."""
+        text = Text()
+        for side, keys, kernels in (("before", self.report.only_before, self.before),
+                                    ("after", self.report.only_after, self.after)):
+            if not keys:
+                continue
+            text.append(f"\nOnly {side} ({len(keys)}, no partner):\n", style="bold")
+            for key in keys:
+                r = kernels.get(key)
+                if r is None:
+                    text.append(f"  {printable_name(key)}\n")
+                    continue
+                arch = r.kernel.target.arch if r.kernel.target else "?"
+                text.append(f"  {printable_name(r.kernel.name)}  {printable_name(arch)}  ")
+                text.append(printable(short_key(key)) + "\n", style="dim")
+        return text
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
@@ -85,4 +129,70 @@ class DiffScreen(Screen):
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         p = self.pairs[int(event.row_key.value)]
+        self.shown = p
         self.query_one("#details", Static).update(Group(*pair_details(p)))
+        stages = self._stages(p)
+        if self.stage not in stages:
+            self.stage = next((s for s in FIRST_STAGES if s in stages), None)
+        self.show_stage()
+
+    def _kernels(self, p: PairDiff) -> tuple[KernelReport | None, KernelReport | None]:
+        return self.before.get(p.before_key), self.after.get(p.after_key)
+
+    def _stages(self, p: PairDiff) -> list[str]:
+        """The stages both kernels of the pair have, in pipeline order."""
+        a, b = self._kernels(p)
+        if a is None or b is None:
+            return []
+        return [s for s in STAGES if a.kernel.artifact(s) is not None and b.kernel.artifact(s) is not None]
+
+    def action_next_stage(self) -> None:
+        stages = self._stages(self.shown) if self.shown else []
+        if not stages:
+            return
+        self.stage = stages[(stages.index(self.stage) + 1) % len(stages)] if self.stage in stages else stages[0]
+        self.show_stage()
+
+    def show_stage(self) -> None:
+        box = self.query_one("#stage-diff", Static)
+        if self.shown is None:
+            return
+        if self.stage is None:
+            why = "the scans are not at hand" if not self.before else "no stage is on both sides"
+            box.update(Text(f"\nNo stage diff: {why}.", style="dim"))
+            return
+        box.update(Text(f"\n{self.stage} diff: reading both ...", style="dim"))
+        self.diff_stage(self.shown, self.stage)
+
+    @work(thread=True, exclusive=True, group="stage-diff")
+    def diff_stage(self, p: PairDiff, stage: str) -> None:
+        from irscope.stage_diff import stage_diff
+
+        a, b = self._kernels(p)
+        lines = stage_diff(a.kernel.artifact(stage), b.kernel.artifact(stage))
+        self.app.call_from_thread(self._stage_ready, p, stage, lines)
+
+    def _stage_ready(self, p: PairDiff, stage: str, lines: list[str]) -> None:
+        if (p, stage) != (self.shown, self.stage):  # another pair or stage was asked for since
+            return
+        others = [s for s in self._stages(p) if s != stage]
+        heading = Text(f"\n{stage} diff (names, registers, labels and locations normalized"
+                       f"{'; t: ' + ', '.join(others) if others else ''}):", style="bold")
+        self.query_one("#stage-diff", Static).update(Group(heading, stage_text(lines)))
+
+    def action_open(self, side: str) -> None:
+        """The kernel view of the cursor's pair's kernel on one side."""
+        from irscope.tui.kernel_view import KernelScreen
+
+        table = self.query_one(DataTable)
+        if not table.row_count:
+            return
+        p = self.pairs[int(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)]
+        before, after = self._kernels(p)
+        kernel = after if side == "after" else before
+        if kernel is None:
+            self.notify("the scans are not at hand: open the kernel with irscope tui PATH", severity="warning",
+                        markup=False)
+            return
+        self.app.push_screen(KernelScreen(kernel, self.source_dirs))
+

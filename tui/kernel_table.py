@@ -3,7 +3,8 @@
 Textual's DataTable measures and renders every cell it holds; at 1,000 kernels and 16
 columns that was most of a second before anything appeared, and again whenever results
 came in. Here rows are plain lists of cells, widths grow as cells arrive, and only the
-visible lines are built. Line 0 is the header, which stays put when the rows scroll.
+visible lines are built. Line 0 is the header, which stays put when the rows scroll; the
+first column (the kernel's name) stays put when they scroll right.
 Cells are `printable()` strings or Text made from them: nothing is read as markup.
 """
 
@@ -27,6 +28,7 @@ from irscope.render.table import Column
 
 Cell = str | Text
 GAP = 2  # spaces between columns
+PINNED_SHARE = 2  # the pinned name column takes at most 1/PINNED_SHARE of the width: the rest must show
 
 _HEADER = Style(bold=True)
 _SORTED = Style(bold=True, underline=True)
@@ -122,8 +124,15 @@ class KernelTable(ScrollView, can_focus=True):
         self._strips.clear()
         self.refresh()
 
+    def pinned_width(self) -> int:
+        """Cells the name column keeps on the left whatever the horizontal scroll."""
+        if not self.widths:
+            return 0
+        return min(self.widths[0] + GAP, max(1, self.size.width // PINNED_SHARE))
+
     def on_click(self, event: events.Click) -> None:
-        x = event.x + self.scroll_offset.x
+        pinned = self.pinned_width()
+        x = event.x if event.x < pinned else event.x + self.scroll_offset.x
         if event.y == 0:
             edge = 0
             for i, w in enumerate(self.widths):
@@ -155,7 +164,11 @@ class KernelTable(ScrollView, can_focus=True):
                     self._strips.clear()
                 strip = self._strips[row] = self._row(row)
         # Exactly the width: a shorter strip would leave the previous frame's cells behind.
-        return strip.crop_extend(scroll_x, scroll_x + self.size.width, None)
+        if not scroll_x:
+            return strip.crop_extend(0, self.size.width, None)
+        pinned = self.pinned_width()
+        head = strip.crop_extend(0, pinned, None)
+        return Strip.join([head, strip.crop_extend(pinned + scroll_x, scroll_x + self.size.width, None)])
 
     def _header(self) -> Strip:
         segments = []

@@ -31,11 +31,14 @@ STAGES = ("ttir", "ttgir", "llir", "amdgcn", "ptx", "json")
 
 class KernelScreen(Screen):
     BINDINGS = [
-        Binding("escape,backspace", "app.pop_screen", "Back"),
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("backspace", "back", "Back", show=False),
         Binding("slash", "search", "Search"),
         Binding("c", "copy_path", "Copy path"),
-        Binding("right_square_bracket", "tab(1)", "Next tab"),
-        Binding("left_square_bracket", "tab(-1)", "Previous tab", show=False),
+        # Before the focused widget: a what-if field would swallow them (the search box, which consumes
+        # every printable key, still types them: `v[2:3]`).
+        Binding("right_square_bracket", "tab(1)", "Next tab", priority=True),
+        Binding("left_square_bracket", "tab(-1)", "Previous tab", show=False, priority=True),
         *(Binding(str(n), f"tab_number({n})", f"Tab {n}", show=False) for n in range(1, 10)),
     ]
 
@@ -80,6 +83,15 @@ class KernelScreen(Screen):
         if "sass" in self._stages():
             self.disassemble()
 
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        # In Occupancy, digits and Backspace are the what-if's: they never switch tabs or close the view.
+        if action in ("tab_number", "back") and self.query_one(TabbedContent).active == "occupancy":
+            return False
+        return True
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
     def _tab_ids(self) -> list[str]:
         return [pane.id for pane in self.query(TabPane)]
 
@@ -95,11 +107,27 @@ class KernelScreen(Screen):
 
     def _show_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
-        views = self.query(f"#view-{tab}")
-        if views:
-            views.first().focus()
+        self._focus_tab(tab)
+
+    def _focus_tab(self, tab: str) -> None:
+        """Focus what the tab is worked with (its text, list or first what-if field), so arrows,
+        Enter and typing act on the tab shown, not on the one left."""
+        pane = self.query_one(f"#{tab}", TabPane)
+        for kind in (CodeView, OptionList, Input):
+            found = [w for w in pane.query(kind) if w.focusable]
+            if found:
+                found[0].focus()
+                return
+        others = [w for w in pane.query("*") if w.focusable]
+        if others:
+            others[0].focus()
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.tabbed_content.id != "tabs":
+            return
+        focused = self.focused
+        if focused is None or focused.id == "search" or event.pane not in focused.ancestors:
+            self._focus_tab(event.pane.id)  # a click on a tab, or ] [ 1-9
         # A view scrolled while its tab was hidden did not move: put its cursor line in view now.
         view = self._active_view()
         if view is not None and view.cursor > 1:
@@ -135,7 +163,7 @@ class KernelScreen(Screen):
         for i, f in enumerate(self.report.findings):
             where = f"py:{f.python_line}" if f.python_line is not None else f"{f.stage}:{f.line}"
             label = Text.assemble((f"{f.severity} {f.code} ", "bold"), printable(f"{f.slug}  {where}\n  "),
-                                  printable_message(f.message))
+                                  printable_message(f.message), ("\n  fix: " + printable(f.fix), "dim"))
             options.append(Option(label, id=str(i)))
         if not options:
             options.append(Option(Text("no findings"), id="none", disabled=True))

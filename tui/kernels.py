@@ -16,16 +16,17 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from irscope.model import KernelReport
-from irscope.render.console import COLUMNS, kernel_row, sort_key
+from irscope.render.console import COLUMNS, KEY_COLUMN, kernel_row, short_key, sort_key
 from irscope.render.safe import printable, shorten
 from irscope.render.table import Column
 from irscope.report import Report
 from irscope.tui.kernel_table import KernelTable
 
-TABLE_COLUMNS = (*(Column(c.name, c.justify) for c in COLUMNS),
+# The name, then the short key that tells apart kernels of one name (autotune configs), as `scan` shows it.
+TABLE_COLUMNS = (Column(COLUMNS[0].name), Column(KEY_COLUMN.name), *(Column(c.name, c.justify) for c in COLUMNS[1:]),
                  Column("errors", "right"), Column("warnings", "right"), Column("info", "right"))
-# Columns a harvest knows (name, arch, Triton version, warps/stages, LDS); the rest wait for analysis.
-KNOWN_BEFORE_ANALYSIS = 5
+# Columns a harvest knows (name, key, arch, Triton version, warps/stages, LDS); the rest wait for analysis.
+KNOWN_BEFORE_ANALYSIS = 6
 PENDING = Text("…", style="dim")
 BATCH_SECONDS = 0.2  # how often arriving results are shown
 
@@ -74,7 +75,8 @@ class KernelsScreen(Screen):
         self.reverse = False
 
     def _cells(self, r: KernelReport) -> list:
-        cells = [*kernel_row(r), *_findings_cells(r)]
+        row = kernel_row(r)
+        cells = [row[0], printable(short_key(r.kernel.key)), *row[1:], *_findings_cells(r)]
         if r.kernel.key in self.pending:
             cells[KNOWN_BEFORE_ANALYSIS:] = [PENDING] * (len(cells) - KNOWN_BEFORE_ANALYSIS)
         return cells

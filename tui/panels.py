@@ -7,10 +7,22 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Label, Static
 
-from irscope.model import KernelReport
+from irscope.model import KernelReport, Origin
+from irscope.occupancy import Input as OccupancyInput
 from irscope.occupancy import occupancy_for
 from irscope.render.occupancy import occupancy_table
 from irscope.render.safe import printable
+
+# Where a what-if value came from here (the CLI's occupancy.WHAT_IF says "given on the command line").
+TYPED_HERE = Origin("what-if", None, "typed here")
+
+
+class WhatIfField(Input):
+    """A number field. It claims only the keys of a number, so `]` and `[` still switch tabs from
+    it (a plain Input claims every printable key, and the screen's bindings never see them)."""
+
+    def check_consume_key(self, key: str, character: str | None) -> bool:
+        return character is not None and (character.isdigit() or character == "-")
 
 
 class OccupancyPanel(VerticalScroll):
@@ -22,6 +34,7 @@ class OccupancyPanel(VerticalScroll):
         occ = report.occupancy
         self.arch = occ.occupancy.arch
         self.values = {i.name: i.value for i in occ.inputs}
+        self.inputs = {i.name: i for i in occ.inputs}
 
     def compose(self) -> ComposeResult:
         yield Static(occupancy_table("As compiled", self.report.occupancy), id="as-compiled")
@@ -30,7 +43,7 @@ class OccupancyPanel(VerticalScroll):
             for name, value in self.values.items():
                 with Vertical(classes="what-if-field"):
                     yield Label(name)
-                    yield Input(str(value), id=f"what-if-{name}", type="integer")
+                    yield WhatIfField(str(value), id=f"what-if-{name}", type="integer")
         yield Static(Text(""), id="what-if-result")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
@@ -44,9 +57,12 @@ class OccupancyPanel(VerticalScroll):
         for name in self.values:
             text = self.query_one(f"#what-if-{name}", Input).value.strip()
             values[name] = int(text) if text.lstrip("-").isdigit() else self.values[name]
+        # A value left as compiled keeps the artifact line it came from; one changed was typed here.
+        inputs = {name: self.inputs[name] if value == self.values[name] else OccupancyInput(name, value, TYPED_HERE)
+                  for name, value in values.items()}
         result = self.query_one("#what-if-result", Static)
         try:
-            result.update(occupancy_table("What if", occupancy_for(self.arch, values)))
+            result.update(occupancy_table("What if (typed here)", occupancy_for(self.arch, values, inputs)))
         except ValueError as exc:
             result.update(Text(printable(str(exc)), style="red"))
 
