@@ -191,3 +191,32 @@ def triton_cache_at(path: Path):
         knobs.__dict__.pop("dir", None)
         if pinned is not None:
             knobs.__dict__["dir"] = pinned
+
+
+SWEEP_TARGETS = ("gfx942", "sm_90")
+
+
+@pytest.fixture(scope="session")
+def sweep_runs(tmp_path_factory) -> dict[str, Path]:
+    """fixtures/sweep/'s runs of gemm_sweep.py (84 autotune configs a target), unpacked: target -> run
+    directory holding `cache/` and `launches.jsonl`."""
+    import tarfile
+
+    root = tmp_path_factory.mktemp("sweep")
+    for target in SWEEP_TARGETS:
+        with tarfile.open(FIXTURES / "sweep" / f"{target}.tar.xz") as tar:
+            tar.extractall(root, filter="data")
+    return {target: root / target for target in SWEEP_TARGETS}
+
+
+@pytest.fixture(scope="session")
+def sweep_reports(sweep_runs) -> dict:
+    """Each sweep run scanned as `irscope scan gemm_sweep.py --target` reports it: its launches, each
+    compile's constexprs and the autotuner's choice attached."""
+    from irscope.launches import read_launches
+    from irscope.pipeline import scan
+    from irscope.runner import attach_configs
+
+    return {target: attach_configs(scan(run / "cache", launches=read_launches(run / "launches.jsonl")),
+                                   run / "launches.jsonl")
+            for target, run in sweep_runs.items()}

@@ -15,7 +15,7 @@ from rich.text import Text
 from irscope.model import AmdResources, Fact, KernelReport, NvidiaResources
 from irscope.render.occupancy import occupancy_cell, short_step
 from irscope.render.safe import printable, printable_message, printable_name
-from irscope.render.table import Column, draw_table
+from irscope.render.table import Column, draw_table, wrapped
 from irscope.report import Report
 
 if TYPE_CHECKING:
@@ -128,12 +128,13 @@ def problem_lines(report: Report) -> list[Text]:
     return lines
 
 
-def finding_lines(report: Report | Sequence[KernelReport], roots: SourceRoots | None = None) -> list[Text]:
+def finding_lines(report: Report | Sequence[KernelReport], roots: SourceRoots | None = None,
+                  width: int | None = None) -> list[Text]:
     """Findings grouped by kernel in the table's order, most serious first, each with its line and the fix."""
     lines: list[Text] = []
     for r in sorted(report.kernels if isinstance(report, Report) else report, key=sort_key):
         if r.findings:
-            lines.extend(kernel_finding_lines(r, r.findings, roots))
+            lines.extend(kernel_finding_lines(r, r.findings, roots, width))
     return lines
 
 
@@ -147,9 +148,10 @@ def finding_where(f: Finding, roots: SourceRoots | None = None) -> str:
                                python_file=f.python_file and roots.shown(f.python_file)).where
 
 
-def kernel_finding_lines(r: KernelReport, findings: Sequence[Finding], roots: SourceRoots | None = None) -> list[Text]:
+def kernel_finding_lines(r: KernelReport, findings: Sequence[Finding], roots: SourceRoots | None = None,
+                         width: int | None = None) -> list[Text]:
     """One kernel's heading and the given findings of it, as `scan` prints them (the pytest plugin
-    and irscope.testing show a failure with these too, as plain text)."""
+    and irscope.testing show a failure with these too, as plain text); messages wrapped to `width`."""
     from irscope.findings import SEVERITIES
 
     arch = r.kernel.target.arch if r.kernel.target else "?"
@@ -159,8 +161,8 @@ def kernel_finding_lines(r: KernelReport, findings: Sequence[Finding], roots: So
         style = {"error": "red", "warning": "yellow"}.get(f.severity, "cyan")
         lines.append(Text.assemble("  ", (f"{f.severity} {f.code}", style), f" {f.slug}  ",
                                    printable(finding_where(f, roots))))
-        lines.append(Text("      " + printable_message(f.message)))
-        lines.append(Text("      fix: " + printable(f.fix), style="dim"))
+        lines.extend(wrapped(printable_message(f.message), width))
+        lines.extend(wrapped("fix: " + printable(f.fix), width, style="dim"))
     return lines
 
 
@@ -183,7 +185,7 @@ def render(report: Report, console: Console, wide: bool = False, every_config: b
                                                             f"{len(grouped)} in {len(blocks)} families below "
                                                             "(--all lists each)")
         parts.append(kernel_table(alone, width, title))
-    findings = finding_lines(alone, roots)
+    findings = finding_lines(alone, roots, width)
     if findings:
         count = sum(len(r.findings) for r in alone)
         parts.append(Text(f"\nFindings ({count}; `irscope explain CODE` says more):", style="bold"))

@@ -7,7 +7,6 @@ name configs by that number (`#3`).
 
 from __future__ import annotations
 
-import textwrap
 from typing import Mapping, Sequence
 
 from rich.cells import cell_len
@@ -18,7 +17,7 @@ from irscope.model import KernelReport
 from irscope.render.console import _instructions, _registers, short_key
 from irscope.render.occupancy import occupancy_cell
 from irscope.render.safe import printable, printable_message, printable_name
-from irscope.render.table import Column, draw_table, middle_ellipsis
+from irscope.render.table import Column, draw_table, middle_ellipsis, wrapped
 from irscope.source_roots import SourceRoots
 
 # Short headers for the compile options; constexprs keep their own names.
@@ -113,14 +112,6 @@ def launch_lines(family: Family) -> list[Text]:
     return lines
 
 
-def _wrapped(text: str, width: int | None, indent: str = "      ", style: str | None = None) -> list[Text]:
-    """`text` as lines of at most `width` cells (None: one line), each after `indent`."""
-    if width is None or width <= len(indent) + 20:
-        return [Text(indent + text, style=style)]
-    return [Text(line, style=style) for line in textwrap.wrap(text, width, initial_indent=indent,
-                                                              subsequent_indent=indent, break_on_hyphens=False)]
-
-
 def shared_finding_lines(family: Family, shared: SharedFinding, roots: SourceRoots | None = None,
                          width: int | None = None) -> list[Text]:
     style = {"error": "red", "warning": "yellow"}.get(shared.severity, "cyan")
@@ -135,9 +126,9 @@ def shared_finding_lines(family: Family, shared: SharedFinding, roots: SourceRoo
     example = label(shared.configs[0])
     head = Text.assemble("  ", (f"{shared.severity} {shared.code}", style), f" {shared.slug}  {where}  ",
                          (f"in {n} of {total} configs{spares}", "bold"))
-    heads = [head] if width is None or head.cell_len <= width else _wrapped(head.plain, width, "  ")
-    return [*heads, *_wrapped(f"{example}: " + printable_message(shared.example.message), width),
-            *_wrapped("fix: " + printable(shared.example.fix), width, style="dim")]
+    heads = [head] if width is None or head.cell_len <= width else wrapped(head.plain.strip(), width, "  ")
+    return [*heads, *wrapped(f"{example}: " + printable_message(shared.example.message), width),
+            *wrapped("fix: " + printable(shared.example.fix), width, style="dim")]
 
 
 def family_block(family: Family, kernels: Mapping[str, KernelReport], width: int | None,
@@ -146,8 +137,8 @@ def family_block(family: Family, kernels: Mapping[str, KernelReport], width: int
     the ROWS most serious that can launch) and its findings, one line per rule and Python line."""
     lines = [Text(""), family_heading(family, width)]
     for line in [*launch_lines(family), *filter(None, [autotune_line(family)])]:
-        lines.extend([line] if width is None or line.cell_len <= width else _wrapped(line.plain, width, "  ",
-                                                                                       str(line.style) or None))
+        lines.extend([line] if width is None or line.cell_len <= width
+                     else wrapped(line.plain.strip(), width, "  ", str(line.style) or None))
     positions = None
     if not sweep:
         launching = [i for i, c in enumerate(family.configs) if c.fit.launches is not False]

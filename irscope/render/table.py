@@ -147,3 +147,11 @@ def _fit(text: str, width: int, justify: str) -> str:
     text = middle_ellipsis(text, width)
     pad = " " * (width - cell_len(text))
     return pad + text if justify == "right" else text + pad
+
+
+def wrapped(text: str, width: int | None, indent: str = "      ", style: str | None = None) -> list[Text]:
+    """`text` after `indent` as lines of at most `width` cells (None, or too narrow to help: one line)."""
+    if width is None or width <= len(indent) + 20 or cell_len(indent + text) <= width:
+        return [Text(indent + text, style=style)]
+    return [Text(line, style=style) for line in textwrap.wrap(text, width, initial_indent=indent,
+                                                              subsequent_indent=indent, break_on_hyphens=False)]
