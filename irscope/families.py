@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from irscope.findings import SEVERITIES, Finding
+from irscope.launches import ConfigTiming
 from irscope.model import AmdResources, KernelReport, NvidiaResources
 
 # Compile options that tell configs apart, in the order the sweep view shows them.
@@ -50,6 +51,7 @@ class Config:
     findings: int
     worst: str | None  # the most serious finding's severity
     chosen: bool = False  # the config the autotuner ran
+    ms: float | None = None  # the autotuner's median time of this config on the GPU (its first tuning key)
 
     def param(self, name: str) -> str:
         return next((v for n, v in self.params if n == name), "-")
@@ -184,13 +186,26 @@ def _slots(r: KernelReport) -> tuple[int | None, int | None]:
     return launch.workgroups, (units * groups if units and groups is not None else None)
 
 
-def _config(r: KernelReport, names: Sequence[str]) -> Config:
+def _config(r: KernelReport, names: Sequence[str], timings: Sequence[ConfigTiming] = ()) -> Config:
     params = dict(parameters(r))
     workgroups, slots = _slots(r)
     worst = min((f.severity for f in r.findings), key=SEVERITIES.index, default=None)
     return Config(r.kernel.key, tuple((n, params.get(n, "-")) for n in names), fit(r), spills(r),
                   str(r.occupancy.occupancy) if r.occupancy else "-", workgroups, slots, len(r.findings), worst,
-                  chosen=bool(r.autotune))
+                  chosen=bool(r.autotune), ms=_measured(r, timings))
+
+
+def _measured(r: KernelReport, timings: Sequence[ConfigTiming]) -> float | None:
+    """The autotuner's time of the config this kernel was compiled for: its kwargs among the kernel's
+    constexprs, and the same num_warps and num_stages."""
+    own = set(constexprs(r))
+    options = r.kernel.options
+    warps = options.num_warps.value if options.num_warps else None
+    stages = options.num_stages.value if options.num_stages else None
+    for t in timings:
+        if set(t.constexprs) <= own and t.num_warps == warps and t.num_stages == stages:
+            return t.ms[0] if t.ms else None
+    return None
 
 
 def _config_rank(c: Config) -> tuple:
@@ -204,8 +219,9 @@ def _family(members: list[KernelReport]) -> Family:
     values = {n: {dict(parameters(r)).get(n) for r in members} for n in every}
     varying = tuple(n for n in every if len(values[n]) > 1)
     names = varying or tuple(every)
+    measured = next((a.timings for r in members for a in r.autotune if a.measured and a.timings), ())
     ordered = sorted(members, key=lambda r: (_config_rank(_config(r, names)), _param_order(r, names), r.kernel.key))
-    configs = tuple(_config(r, names) for r in ordered)
+    configs = tuple(_config(r, names, measured) for r in ordered)
     first = ordered[0].kernel
     seen = [a for r in members for a in r.autotune]
     autotune = None if not seen else ("measured" if any(a.measured for a in seen) else "not measured")

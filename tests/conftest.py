@@ -193,20 +193,21 @@ def triton_cache_at(path: Path):
             knobs.__dict__["dir"] = pinned
 
 
-SWEEP_TARGETS = ("gfx942", "sm_90")
+# The two --target runs, and a run on an H100 where the autotuner timed every config (fixtures/README.md).
+SWEEP_RUNS = ("gfx942", "sm_90", "sm_90-h100")
 
 
 @pytest.fixture(scope="session")
 def sweep_runs(tmp_path_factory) -> dict[str, Path]:
-    """fixtures/sweep/'s runs of gemm_sweep.py (84 autotune configs a target), unpacked: target -> run
-    directory holding `cache/` and `launches.jsonl`."""
+    """fixtures/sweep/'s runs of gemm_sweep.py (84 autotune configs a target), unpacked: run name
+    (gfx942, sm_90, sm_90-h100) -> its directory holding `cache/` and `launches.jsonl`."""
     import tarfile
 
     root = tmp_path_factory.mktemp("sweep")
-    for target in SWEEP_TARGETS:
-        with tarfile.open(FIXTURES / "sweep" / f"{target}.tar.xz") as tar:
+    for run in SWEEP_RUNS:
+        with tarfile.open(FIXTURES / "sweep" / f"{run}.tar.xz") as tar:
             tar.extractall(root, filter="data")
-    return {target: root / target for target in SWEEP_TARGETS}
+    return {run: root / run for run in SWEEP_RUNS}
 
 
 @pytest.fixture(scope="session")

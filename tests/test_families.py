@@ -120,7 +120,9 @@ def test_the_family_view_fits_the_terminal(sweep_reports, target, width):
         assert all(cell_len(line) <= width for line in text.splitlines()), max(text.splitlines(), key=cell_len)
         wide = "\n".join(line.plain for line in family_block(family, kernels, None, sweep))
         rows = _check_fits(text, wide, width, name_column="#", key=None)  # no number cut
-        assert len(rows) == (84 if sweep else 10)
+        # by default the 10 most serious that launch, and the autotuner's choice
+        chosen = next(f"#{i + 1}*" for i, c in enumerate(family.configs) if c.chosen)
+        assert chosen in {r[0] for r in rows} and len(rows) == (84 if sweep else 11)
     assert all(cell_len(line) <= width for line in _console(report, width).splitlines())
 
 
@@ -154,3 +156,20 @@ def test_all_lists_every_config_as_before(sweep_reports):
     text = _console(report, 200, every_config=True)
     assert "Kernel families" not in text and "84 kernels" in text
     assert text.count("matmul_kernel  sm_90") == 84  # a findings heading per config
+
+
+def test_on_a_real_gpu_the_autotuners_choice_and_timings_are_shown(sweep_reports):
+    """fixtures/sweep/sm_90-h100.tar.xz: gemm_sweep.py run on an H100 (no --target): Triton's autotuner
+    timed every config that launches, and kept the fastest."""
+    report = sweep_reports["sm_90-h100"]
+    family = _family(report)
+    assert family.autotune == "measured"
+    (chosen,) = [c for c in family.configs if c.chosen]
+    timed = [c for c in family.configs if c.ms is not None]
+    assert {c.kernel for c in timed} == {c.kernel for c in family.configs if c.fit.launches}
+    assert chosen.ms == min(c.ms for c in timed)
+    text = _console(report, 200)
+    assert "tuned ms" in text and "the config the autotuner chose" in text
+    header, rows, _ = _parse(text[text.index("┏"):])
+    mine = [row for row in rows if row[0].endswith("*")]
+    assert len(mine) == 1 and mine[0][header.index("tuned ms")] == f"{chosen.ms:.3f}"

@@ -54,7 +54,8 @@ def config_table(family: Family, kernels: Mapping[str, KernelReport], width: int
     params = family.varying or tuple(n for n, _ in family.configs[0].params)
     columns = [Column("#", "right", keep=True)]
     columns += [Column(HEADERS.get(n, printable_name(n)), "right", keep=True) for n in params]
-    columns += FACT_COLUMNS
+    timed = any(c.ms is not None for c in family.configs)
+    columns += FACT_COLUMNS[:1] + ((Column("tuned ms", "right"),) if timed else ()) + FACT_COLUMNS[1:]
     rows = []
     for i in range(len(family.configs)) if positions is None else positions:
         c = family.configs[i]
@@ -64,7 +65,8 @@ def config_table(family: Family, kernels: Mapping[str, KernelReport], width: int
         launch = (Text("no", style="bold red") if c.fit.launches is False
                   else Text("yes") if c.fit.launches else Text("?", style="dim"))
         grid = "-" if c.workgroups is None else f"{c.workgroups:,}/{c.slots:,}" if c.slots else f"{c.workgroups:,}/?"
-        rows.append([label(i) + ("*" if c.chosen else ""), *(printable(c.param(n)) for n in params), launch,
+        tuned = ["-" if c.ms is None else f"{c.ms:.3f}"] if timed else []
+        rows.append([label(i) + ("*" if c.chosen else ""), *(printable(c.param(n)) for n in params), launch, *tuned,
                      occupancy_cell(r.occupancy), spill, "-" if shared is None else f"{shared.value:,}", regs,
                      str(c.findings), grid, _instructions(r), printable(short_key(c.kernel))])
     return draw_table("", columns, rows, width)
@@ -86,7 +88,8 @@ def family_heading(family: Family, width: int | None = None) -> Text:
 
 def autotune_line(family: Family) -> Text | None:
     if family.autotune == "measured":
-        return Text("  * the config the autotuner chose, timed on the GPU", style="dim")
+        return Text("  * the config the autotuner chose; tuned ms: its own timing of each config on the GPU",
+                    style="dim")
     if family.autotune == "not measured":
         chosen = next((label(i) for i, c in enumerate(family.configs) if c.chosen), None)
         return Text(f"  autotuner: not measured (--target compiles every config and times none; it kept "
@@ -143,6 +146,10 @@ def family_block(family: Family, kernels: Mapping[str, KernelReport], width: int
     if not sweep:
         launching = [i for i, c in enumerate(family.configs) if c.fit.launches is not False]
         positions = launching[:ROWS]
+        # the autotuner's choice always, and when it timed them, the fastest configs too
+        timed = sorted((i for i in launching if family.configs[i].ms is not None), key=lambda i: family.configs[i].ms)
+        extra = [i for i, c in enumerate(family.configs) if c.chosen] + timed[:3]
+        positions = sorted(dict.fromkeys(positions + [i for i in extra if i not in positions]))
     lines.append(config_table(family, kernels, width, positions))
     if positions is not None and len(positions) < len(family.configs):
         lines.append(Text(f"  {len(positions)} of {len(family.configs)} configs shown; --sweep shows every one",
