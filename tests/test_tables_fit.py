@@ -184,3 +184,24 @@ def test_diff_wide_flag_shows_every_column(monkeypatch, capsys):
     main(["diff", *paths, "--wide"])
     wide = capsys.readouterr().out
     assert "hidden to fit" not in wide and "narrowest st" in wide
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_many_config_corpus_fits(sweep_reports, width, monkeypatch, capsys):
+    """fixtures/sweep/: 84 autotune configs a run. The per-config scan table (`--all`), the diff of the
+    H100 run (Triton 3.6) against the sm_90 --target run (3.9), 84 pairs, and `irscope occupancy` of
+    every config fit the width; the family view's own test is in tests/test_families.py."""
+    from irscope.cli import main
+
+    report = sweep_reports["sm_90"]
+    rows = _check_fits(kernel_table(report, width).plain, kernel_table(report, None).plain, width)
+    assert len(rows) == 84 and len({r[1] for r in rows}) == 84  # the key tells the configs apart
+    diff = diff_reports(sweep_reports["sm_90-h100"], report)
+    assert len(diff.pairs) == 84
+    _check_fits(summary_table(diff, width).plain, summary_table(diff, None).plain, width)
+    monkeypatch.setenv("COLUMNS", str(width))
+    cache = str(next(Path(p) for p in report.roots))
+    assert main(["occupancy", cache]) in (0, 1)
+    out = capsys.readouterr().out
+    assert out.count("matmul_kernel") >= 84
+    assert all(cell_len(line) <= width for line in out.splitlines())
