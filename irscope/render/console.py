@@ -47,7 +47,7 @@ def _registers(r: KernelReport) -> tuple[str, str, str, str]:
     if isinstance(res, NvidiaResources):
         local = res.local_memory_bytes
         # Spills live in the stack frame; Triton reports n_spills = local memory bytes / 4.
-        spill = "-" if local is None else ("0" if local == 0 else f"{local // 4} n_spills")
+        spill = "-" if local is None else f"{local // 4:,}"
         return _num(_v(res.registers)), "", spill, _num(local)
     return "-", "-", "-", "-"
 
