@@ -623,3 +623,20 @@ def test_the_families_list_waits_for_a_scan_under_way(report):
             assert any("analyzed" in str(n.message) for n in app._notifications)
 
     asyncio.run(run())
+
+
+@pytest.mark.parametrize("key, status", [("ctrl+c", 130), ("ctrl+q", 0)], ids=["ctrl-c", "ctrl-q"])
+def test_the_family_sweep_quits_as_every_screen_does(report, key, status):
+    from irscope.tui.families_view import FamilyScreen
+
+    async def run():
+        app = IrscopeApp(report=report)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("f", "enter")
+            await pilot.pause()
+            assert isinstance(app.screen, FamilyScreen)
+            await pilot.press(key)
+            await pilot.pause()
+        return app.return_code
+
+    assert asyncio.run(run()) == status
