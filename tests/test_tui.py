@@ -552,3 +552,91 @@ def test_diff_mode_shows_the_stage_diff_opens_both_kernels_and_names_the_unpaire
             assert isinstance(app.screen, KernelScreen) and app.screen.report is old
 
     asyncio.run(run())
+
+
+def test_f_lists_the_families_enter_shows_a_sweep_and_opens_a_configs_kernel(report):
+    """The family view: the list, a family's config sweep, a config's kernel, and back with Esc each step."""
+    from irscope.families import families
+    from irscope.tui.families_view import FamiliesScreen, FamilyScreen
+    from irscope.tui.kernel_view import KernelScreen
+    from irscope.tui.kernels import KernelsScreen
+
+    many = [f for f in families(report.kernels) if len(f.configs) > 1]
+    biggest = max(many, key=lambda f: len(f.configs))
+    assert len(biggest.configs) > 2 and biggest.findings
+
+    async def run():
+        app = IrscopeApp(report=report, source_dirs=SOURCES)
+        async with app.run_test(size=SIZE) as pilot:
+            shown = {(a.binding.key, a.binding.description) for a in app.screen.active_bindings.values()
+                     if a.binding.show}
+            assert ("f", "Families") in shown  # in the footer
+            await pilot.press("f")
+            await pilot.pause()
+            screen = app.screen
+            assert isinstance(screen, FamiliesScreen)
+            table = screen.query_one(KernelTable)
+            assert screen.focused is table and table.row_count == len(many)
+            rows = [table.cells[k] for k in table.keys]
+            assert [(r[0], r[1], r[3]) for r in rows] == [(f.name, f.arch, str(len(f.configs))) for f in many]
+            await pilot.press(*["down"] * many.index(biggest), "enter")
+            await pilot.pause()
+            sweep = app.screen
+            assert isinstance(sweep, FamilyScreen) and sweep.family == biggest
+            configs = sweep.query_one(KernelTable)
+            assert sweep.focused is configs and configs.keys == [c.kernel for c in biggest.configs]
+            assert [configs.cells[k][0] for k in configs.keys][:2] == ["#1", "#2"]
+            details = " ".join(_static_text(sweep.query_one("#sweep-details")).split())
+            for shared in biggest.findings:  # each rule and Python line once, with how many configs have it
+                same_rule = sum(s.code == shared.code for s in biggest.findings)
+                assert details.count(f"{shared.severity} {shared.code} {shared.slug}") == same_rule
+                assert f"in {len(shared.configs)} of {len(biggest.configs)} configs" in details
+            await pilot.press("down", "enter")
+            await pilot.pause()
+            await app.workers.wait_for_complete()
+            assert isinstance(app.screen, KernelScreen) and app.screen.report.kernel.key == biggest.configs[1].kernel
+            await pilot.press("escape")
+            await pilot.pause()
+            assert app.screen is sweep and sweep.focused is configs and configs.cursor == 1
+            await pilot.press("escape")
+            await pilot.pause()
+            assert app.screen is screen and screen.focused is table
+            await pilot.press("escape")
+            await pilot.pause()
+            assert isinstance(app.screen, KernelsScreen)
+
+    asyncio.run(run())
+
+
+def test_the_families_list_waits_for_a_scan_under_way(report):
+    """`f` before every kernel is analyzed says so rather than grouping half-known kernels."""
+    from irscope.tui.kernels import KernelsScreen
+
+    async def run():
+        app = IrscopeApp(report=report)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            screen.pending = {report.kernels[0].kernel.key}
+            await pilot.press("f")
+            await pilot.pause()
+            assert app.screen is screen and isinstance(screen, KernelsScreen)
+            assert any("analyzed" in str(n.message) for n in app._notifications)
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("key, status", [("ctrl+c", 130), ("ctrl+q", 0)], ids=["ctrl-c", "ctrl-q"])
+def test_the_family_sweep_quits_as_every_screen_does(report, key, status):
+    from irscope.tui.families_view import FamilyScreen
+
+    async def run():
+        app = IrscopeApp(report=report)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("f", "enter")
+            await pilot.pause()
+            assert isinstance(app.screen, FamilyScreen)
+            await pilot.press(key)
+            await pilot.pause()
+        return app.return_code
+
+    assert asyncio.run(run()) == status

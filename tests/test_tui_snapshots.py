@@ -119,3 +119,17 @@ def test_kernel_view_source_with_findings_and_mix(snap_compare, report):
 
     assert snap_compare(IrscopeApp(report=report, source_dirs=(str(FIXTURES / "kernels"),)),
                         terminal_size=SIZE, run_before=open_source)
+
+
+def test_family_sweep(snap_compare, report):
+    """`f`, then Enter on the family with the most configs: its sweep table, spills and shared findings."""
+    from irscope.families import families
+
+    many = [f for f in families(report.kernels) if len(f.configs) > 1]
+    biggest = many.index(max(many, key=lambda f: len(f.configs)))
+
+    async def open_sweep(pilot):
+        await pilot.press("f", *["down"] * biggest, "enter")
+        await pilot.pause()
+
+    assert snap_compare(IrscopeApp(report=report), terminal_size=SIZE, run_before=open_sweep)

@@ -23,6 +23,11 @@ HELP = """irscope tui: keys
 Kernel table   Enter open a kernel   / filter (name, arch, key, rule code)   Esc clear the filter
                s sort by the next column (or click a header)   r reverse the order
                key: the cache directory's first 8 characters (tells same-named kernels apart)
+               f kernel families (the configs of one autotuned kernel)
+Families       Enter a family's config sweep: a row per config, #1 the most serious,
+               * the autotuner's pick; below it, why configs cannot launch and each
+               finding once per rule and Python line, "in N of M configs"
+               Enter on a config opens its kernel   Esc (or Backspace) back
 Kernel view    ] next tab, [ previous, 1-9 a tab (or click it)   arrows, PgUp/PgDn, g/G move   Enter pick
                picking a Python line marks the lines it became in every stage;
                picking an IR/ISA line jumps to its Python line; Enter on a finding jumps to it

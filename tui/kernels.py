@@ -53,6 +53,7 @@ class KernelsScreen(Screen):
         Binding("escape", "clear_filter", "Clear filter", show=False),
         Binding("s", "sort_next", "Sort"),
         Binding("r", "reverse", "Reverse"),
+        Binding("f", "families", "Families"),
     ]
 
     def __init__(self, report: Report | None = None, source_dirs: tuple[str, ...] = (), run=None) -> None:
@@ -185,6 +186,15 @@ class KernelsScreen(Screen):
         self.reverse = not self.reverse if event.column == self.sort_column else False
         self.sort_column = event.column
         self.refill()
+
+    def action_families(self) -> None:
+        """The kernel families and their config sweeps (irscope/tui/families_view.py), every kernel's."""
+        from irscope.tui.families_view import FamiliesScreen
+
+        if self.pending:
+            self.notify("families are shown once every kernel is analyzed", markup=False)
+            return
+        self.app.push_screen(FamiliesScreen(list(self.by_key.values()), self.source_dirs))
 
     def on_kernel_table_chosen(self, event: KernelTable.Chosen) -> None:
         from irscope.tui.kernel_view import KernelScreen

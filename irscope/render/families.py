@@ -48,35 +48,54 @@ def labels(positions: Sequence[int], most: int = SHOWN) -> str:
     return " ".join(named) + (f" +{rest} more" if rest else "")
 
 
+def config_columns(family: Family) -> list[Column]:
+    """`#`, the family's parameters (the varying ones, else every one), then FACT_COLUMNS."""
+    columns = [Column("#", "right", keep=True)]
+    columns += [Column(HEADERS.get(n, printable_name(n)), "right", keep=True) for n in config_params(family)]
+    tuned = [Column("tuned ms", "right")] if timed(family) else []
+    return columns + list(FACT_COLUMNS[:1]) + tuned + list(FACT_COLUMNS[1:])
+
+
+def timed(family: Family) -> bool:
+    """Whether the autotuner timed the configs on a GPU (the `tuned ms` column)."""
+    return any(c.ms is not None for c in family.configs)
+
+
+def config_params(family: Family) -> tuple[str, ...]:
+    return family.varying or tuple(n for n, _ in family.configs[0].params)
+
+
+def config_row(family: Family, i: int, r: KernelReport) -> list[str | Text]:
+    """The cells of config `i` (its kernel `r`) under config_columns; `*` marks the autotuner's choice."""
+    c = family.configs[i]
+    regs, _, spill, _ = _registers(r)
+    shared = r.kernel.options.shared
+    launch = (Text("no", style="bold red") if c.fit.launches is False
+              else Text("yes") if c.fit.launches else Text("?", style="dim"))
+    grid = "-" if c.workgroups is None else f"{c.workgroups:,}/{c.slots:,}" if c.slots else f"{c.workgroups:,}/?"
+    tuned = ["-" if c.ms is None else f"{c.ms:.3f}"] if timed(family) else []
+    return [label(i) + ("*" if c.chosen else ""), *(printable(c.param(n)) for n in config_params(family)), launch,
+            *tuned, occupancy_cell(r.occupancy), spill, "-" if shared is None else f"{shared.value:,}", regs,
+            str(c.findings), grid, _instructions(r), printable(short_key(c.kernel))]
+
+
 def config_table(family: Family, kernels: Mapping[str, KernelReport], width: int | None,
                  positions: Sequence[int] | None = None) -> Text:
     """The configs at `positions` (all by default) as rows, numbered by their place in the family."""
-    params = family.varying or tuple(n for n, _ in family.configs[0].params)
-    columns = [Column("#", "right", keep=True)]
-    columns += [Column(HEADERS.get(n, printable_name(n)), "right", keep=True) for n in params]
-    timed = any(c.ms is not None for c in family.configs)
-    columns += FACT_COLUMNS[:1] + ((Column("tuned ms", "right"),) if timed else ()) + FACT_COLUMNS[1:]
-    rows = []
-    for i in range(len(family.configs)) if positions is None else positions:
-        c = family.configs[i]
-        r = kernels[c.kernel]
-        regs, _, spill, _ = _registers(r)
-        shared = r.kernel.options.shared
-        launch = (Text("no", style="bold red") if c.fit.launches is False
-                  else Text("yes") if c.fit.launches else Text("?", style="dim"))
-        grid = "-" if c.workgroups is None else f"{c.workgroups:,}/{c.slots:,}" if c.slots else f"{c.workgroups:,}/?"
-        tuned = ["-" if c.ms is None else f"{c.ms:.3f}"] if timed else []
-        rows.append([label(i) + ("*" if c.chosen else ""), *(printable(c.param(n)) for n in params), launch, *tuned,
-                     occupancy_cell(r.occupancy), spill, "-" if shared is None else f"{shared.value:,}", regs,
-                     str(c.findings), grid, _instructions(r), printable(short_key(c.kernel))])
-    return draw_table("", columns, rows, width)
+    rows = [config_row(family, i, kernels[family.configs[i].kernel])
+            for i in (range(len(family.configs)) if positions is None else positions)]
+    return draw_table("", config_columns(family), rows, width)
+
+
+def counts(family: Family) -> tuple[int, int]:
+    """(configs that cannot launch, configs that spill)."""
+    return (sum(c.fit.launches is False for c in family.configs), sum(bool(c.spills) for c in family.configs))
 
 
 def family_heading(family: Family, width: int | None = None) -> Text:
     """`name  arch  triton V  84 configs, 12 cannot launch, 10 spill`; the name cut in the middle to fit."""
     n = len(family.configs)
-    cannot = sum(c.fit.launches is False for c in family.configs)
-    spilling = sum(bool(c.spills) for c in family.configs)
+    cannot, spilling = counts(family)
     parts = [f"{n} configs", f"{cannot} cannot launch" if cannot else "", f"{spilling} spill" if spilling else ""]
     rest = (f"  {printable_name(family.arch or '?')}  triton {printable_name(family.triton or '?')}  "
             + ", ".join(p for p in parts if p))
