@@ -34,16 +34,31 @@ def main(argv: list[str] | None = None) -> int:
     if not hasattr(args, "func"):
         parser.print_help()
         return EXIT_USAGE
-    # A command holds one report and exits: collecting cycles while it renders a 1,000-kernel
-    # report walked every result again and again. Analysis turns collection back on
-    # (pipeline._collecting, the workers' initializer).
+    # Worker processes inherit these; restored at the end, so that main() called in-process (the
+    # tests, a tool) leaves the environment as it found it.
+    saved = {name: os.environ.get(name) for name in ("IRSCOPE_DEBUG", "IRSCOPE_MAX_FILE_SIZE")}
+    if args.debug:
+        os.environ["IRSCOPE_DEBUG"] = "1"
+    if getattr(args, "max_file_size", None) is not None:
+        os.environ["IRSCOPE_MAX_FILE_SIZE"] = str(args.max_file_size)  # read where artifacts are read (workers too)
+    try:
+        return _run_command(args)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    """The command, with its failures as exit codes: 130 on Ctrl-C, 2 for an unwritable output or a bug."""
     from irscope.outputs import OutputError
     from irscope.pipeline import debug_enabled, paused_gc
 
-    if args.debug:
-        os.environ["IRSCOPE_DEBUG"] = "1"  # worker processes inherit it
-    if getattr(args, "max_file_size", None) is not None:
-        os.environ["IRSCOPE_MAX_FILE_SIZE"] = str(args.max_file_size)  # read where artifacts are read (workers too)
+    # A command holds one report and exits: collecting cycles while it renders a 1,000-kernel
+    # report walked every result again and again. Analysis turns collection back on
+    # (pipeline._collecting, the workers' initializer).
     try:
         with paused_gc():
             return args.func(args)

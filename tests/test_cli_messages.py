@@ -4,6 +4,8 @@ what-if needs and what no hardware holds, --arch with PATH, and -j."""
 
 from __future__ import annotations
 
+import os
+
 import json
 
 import pytest
@@ -67,7 +69,7 @@ def test_debug_after_scan_shows_the_traceback(monkeypatch, capsys):
     assert "--debug shows the traceback" in capsys.readouterr().err
     with pytest.raises(RuntimeError):
         main(["scan", "--debug", str(CACHE)])
-    monkeypatch.delenv("IRSCOPE_DEBUG")  # main --debug set it for worker processes
+    assert "IRSCOPE_DEBUG" not in os.environ  # set for worker processes while main ran, then restored
 
 
 # -- 3: the nearest command, option or choice ---------------------------------------------------
