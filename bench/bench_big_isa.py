@@ -94,10 +94,10 @@ def build(out: Path, steps: int) -> Path:
 
 def stages(kernel, selection) -> dict[str, float]:
     """The same analysis as irscope_analysis, timed part by part."""
-    from irscope.assembly import read_assembly
-    from irscope.instruction_mix import instruction_mix
-    from irscope.rule_context import KernelContext
-    from irscope.rule_engine import run_rules
+    from irscope.isa.assembly import read_assembly
+    from irscope.isa.mix import instruction_mix
+    from irscope.engine.context import KernelContext
+    from irscope.engine.selection import run_rules
 
     times, clock = {}, time.perf_counter()
 
@@ -132,8 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     path = build(args.out.expanduser(), args.steps)
-    from irscope.harvester import harvest
-    from irscope.rule_engine import RuleSelection
+    from irscope.pipeline.harvester import harvest
+    from irscope.engine.selection import RuleSelection
 
     selection = RuleSelection.only(*isa_rules())
     (kernel,) = (with_target(k) for k in harvest(path).kernels)

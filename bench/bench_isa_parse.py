@@ -47,9 +47,9 @@ def grep_count(pattern: str, paths: list[str]) -> int:
 
 
 def analyze(program) -> int:
-    from irscope.amdgcn_dataflow import matrix_feeds, waits
-    from irscope.instruction_mix import instruction_mix
-    from irscope.isa_graph import FunctionGraph
+    from irscope.isa.amdgcn_dataflow import matrix_feeds, waits
+    from irscope.isa.mix import instruction_mix
+    from irscope.isa.graph import FunctionGraph
 
     count = 0
     for fn in program.functions:
@@ -61,7 +61,7 @@ def analyze(program) -> int:
 
 
 def sass_texts(tmp: Path) -> list[tuple[str, str]]:
-    from irscope.nvtools import disassemble
+    from irscope.isa.nvtools import disassemble
 
     out = []
     for i, cubin in enumerate(sorted((REPO / "fixtures").rglob("*.cubin"))):

@@ -8,7 +8,7 @@ process of that python, which imports `wafer_core.lib.kernel_scope` once (the st
 reported apart) and then, file by file as the parent asks, times `analyze_isa_file(path)`
 in-process: its parse plus its analysis (instruction mix, spills, occupancy, packed-op
 opportunities). irscope runs in this process, after its own imports, through its public
-functions, per kernel found under DIR (irscope.harvester): read and parse the .amdgcn
+functions, per kernel found under DIR (irscope.pipeline.harvester): read and parse the .amdgcn
 (`read_assembly`), then per function the CFG and loops, the instruction mix and the
 s_waitcnt analysis (`KernelContext.graph` / `.waits`, as a scan does), then the rules that
 read only the ISA (IRS201, IRS501). The two alternate file by file, so that a machine that
@@ -102,7 +102,7 @@ class KernelScope:
 
 def isa_rules():
     """The registered rules that read nothing but the AMDGCN (IRS201, IRS501)."""
-    from irscope.rule_engine import load_rules
+    from irscope.engine.selection import load_rules
 
     return tuple(r for r in load_rules() if r.stages and set(r.stages) <= {"amdgcn"})
 
@@ -114,7 +114,7 @@ def with_target(kernel):
         return kernel
     from dataclasses import replace
 
-    from irscope.targets import infer_from_ir
+    from irscope.ir.targets import infer_from_ir
 
     ir = infer_from_ir(kernel)
     return replace(kernel, target=ir.target.value) if ir.target is not None else kernel
@@ -122,10 +122,10 @@ def with_target(kernel):
 
 def irscope_analysis(kernel, selection) -> int:
     """irscope's per-kernel ISA analysis, as `irscope scan` runs it; returns a count to keep it honest."""
-    from irscope.assembly import read_assembly
-    from irscope.instruction_mix import instruction_mix
-    from irscope.rule_context import KernelContext
-    from irscope.rule_engine import run_rules
+    from irscope.isa.assembly import read_assembly
+    from irscope.isa.mix import instruction_mix
+    from irscope.engine.context import KernelContext
+    from irscope.engine.selection import run_rules
 
     assembly = read_assembly(kernel)
     ctx = KernelContext(kernel, None, assembly.programs)
@@ -149,8 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     t0 = time.perf_counter()
-    from irscope.harvester import harvest
-    from irscope.rule_engine import RuleSelection
+    from irscope.pipeline.harvester import harvest
+    from irscope.engine.selection import RuleSelection
 
     selection = RuleSelection.only(*isa_rules())
     irscope_import_s = time.perf_counter() - t0

@@ -31,7 +31,7 @@ async def _open(count: int, **kwargs) -> tuple[float, float]:
     start = kwargs.pop("start")
     run = kwargs.pop("paths", None)
     if run is not None:
-        from irscope.pipeline import ScanRun
+        from irscope.pipeline.analyze import ScanRun
 
         kwargs["run"] = ScanRun(run, index=True)
     app = IrscopeApp(**kwargs)
@@ -60,7 +60,7 @@ def main() -> None:
     index = tempfile.mkdtemp(prefix="irscope-bench-index-")
     atexit.register(shutil.rmtree, index, ignore_errors=True)
     os.environ["IRSCOPE_CACHE_DIR"] = index
-    from irscope.pipeline import scan
+    from irscope.pipeline.analyze import scan
 
     report = scan(corpus, index=True)  # fill the index
     count = len(report.kernels)

@@ -35,9 +35,9 @@ from pathlib import Path
 
 import fuzzing
 
-import irscope.index_db as index_db
-import irscope.pipeline as pipeline
-from irscope.cli import main
+import irscope.pipeline.index_db as index_db
+import irscope.pipeline.analyze as pipeline
+from irscope.cli.main import main
 
 DAMAGE = ("flip_bits", "zero_page", "garbage_page", "copy_page", "truncate", "grow", "flip_payload", "schema")
 FORGERY = ("forge_value", "swap_payloads")

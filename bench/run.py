@@ -44,7 +44,7 @@ ISA_ONLY = """
 import sys
 from pathlib import Path
 from irscope.parsers.amdgcn import parse_amdgcn
-from irscope.instruction_mix import instruction_mix
+from irscope.isa.mix import instruction_mix
 for p in Path(sys.argv[1]).rglob("*.amdgcn"):
     instruction_mix(parse_amdgcn(p.read_text(), str(p)))
 """

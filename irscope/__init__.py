@@ -11,9 +11,9 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from irscope.harvester import HarvestError, harvest  # noqa: E402
-from irscope.pipeline import scan  # noqa: E402
-from irscope.report import Report, ReportError  # noqa: E402
+from irscope.pipeline.harvester import HarvestError, harvest  # noqa: E402
+from irscope.pipeline.analyze import scan  # noqa: E402
+from irscope.model.report import Report, ReportError  # noqa: E402
 from irscope.api import load  # noqa: E402
 
 __all__ = ["__version__", "harvest", "scan", "load", "Report", "HarvestError", "ReportError"]

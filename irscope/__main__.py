@@ -1,5 +1,5 @@
 import sys
 
-from irscope.cli import main
+from irscope.cli.main import main
 
 sys.exit(main())

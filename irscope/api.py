@@ -12,9 +12,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from irscope.json_input import REPORT, json_kind
-from irscope.report import Report
-from irscope.rule_engine import RuleSelection, load_config
+from irscope.model.json_input import REPORT, json_kind
+from irscope.model.report import Report
+from irscope.engine.selection import RuleSelection, load_config
 
 PathLike = str | os.PathLike
 
@@ -52,7 +52,7 @@ def load(paths: PathLike | Sequence[PathLike] | None = None, *, select: str | It
     `select`/`ignore`: rule selectors as on the command line (codes, prefixes, slugs, ALL), over
     `[tool.irscope]` (`config`: see `selection`); `rules` gives a RuleSelection instead.
     A saved report keeps the findings the selection asks for. Raises HarvestError, ReportError
-    or RuleConfigError (ValueError) on unusable input. `on_progress`: irscope.pipeline.scan's (the CLI's
+    or RuleConfigError (ValueError) on unusable input. `on_progress`: irscope.pipeline.analyze.scan's (the CLI's
     progress line; default: nothing shown).
     """
     chosen = rules if rules is not None else selection(select, ignore, config)
@@ -62,7 +62,7 @@ def load(paths: PathLike | Sequence[PathLike] | None = None, *, select: str | It
         if len(many) > 1:
             raise ValueError(f"give one saved report, or caches and artifacts to scan, not both: {many}")
         return keep_selected(Report.load(saved[0]), chosen)
-    from irscope.pipeline import scan
+    from irscope.pipeline.analyze import scan
 
     return scan(many or None, sass=sass, rules=chosen, index=index, jobs=jobs, on_progress=on_progress)
 

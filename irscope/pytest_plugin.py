@@ -18,14 +18,14 @@ from pathlib import Path
 import pytest
 
 from irscope.api import load, selection
-from irscope.baseline import Baseline, BaselineError, Verdict, describe, judge
-from irscope.findings import Finding
-from irscope.harvester import HarvestError
-from irscope.model import AmdResources, KernelReport, NvidiaResources
+from irscope.engine.baseline import Baseline, BaselineError, Verdict, describe, judge
+from irscope.model.findings import Finding
+from irscope.pipeline.harvester import HarvestError
+from irscope.model.kernel import AmdResources, KernelReport, NvidiaResources
 from irscope.render.safe import printable, printable_message, printable_name, shorten
-from irscope.report import Report, ReportError
-from irscope.rule import Rule
-from irscope.rule_engine import RuleSelection
+from irscope.model.report import Report, ReportError
+from irscope.engine.rule import Rule
+from irscope.engine.selection import RuleSelection
 
 # What each of irscope's families checks; a third-party rule's family is named by its code alone.
 FAMILIES = {"IRS1": "global and LDS memory", "IRS2": "waits and barriers", "IRS3": "layouts",

@@ -18,10 +18,10 @@ from __future__ import annotations
 from typing import Iterable
 
 from irscope.api import selectors
-from irscope.model import KernelReport
+from irscope.model.kernel import KernelReport
 from irscope.render.safe import shorten
-from irscope.report import Report
-from irscope.rule_engine import RuleSelection
+from irscope.model.report import Report
+from irscope.engine.selection import RuleSelection
 
 Kernels = KernelReport | Report | Iterable[KernelReport]
 

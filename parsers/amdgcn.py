@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import re
 
-from irscope import isa
-from irscope.isa import Instruction, IsaFunction, IsaProgram, MemoryAccess, Unparsed
-from irscope.llvm_ir import SourceLine
-from irscope.model import Fact, Origin
+from irscope.isa import model as isa
+from irscope.isa.model import Instruction, IsaFunction, IsaProgram, MemoryAccess, Unparsed
+from irscope.ir.llvm_ir import SourceLine
+from irscope.model.kernel import Fact, Origin
 from irscope.parsers import amdgcn_opcodes as ops
 from irscope.parsers.asm_source import by_basename, call_sites
 from irscope.parsers.errors import ArtifactError

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from irscope import isa
-from irscope.isa import MatrixOp, MemoryAccess, Wait
+from irscope.isa import model as isa
+from irscope.isa.model import MatrixOp, MemoryAccess, Wait
 
 _WIDTHS = {
     "byte": 1, "ubyte": 1, "sbyte": 1, "u8": 1, "i8": 1, "b8": 1,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from irscope.model import AmdResources, Fact, Origin
+from irscope.model.kernel import AmdResources, Fact, Origin
 from irscope.parsers.errors import ArtifactError
 from irscope.parsers.lines import LineIndex
 

@@ -27,7 +27,7 @@ import struct
 from dataclasses import dataclass
 from typing import Iterator
 
-from irscope.model import Fact, Origin
+from irscope.model.kernel import Fact, Origin
 from irscope.parsers.errors import ArtifactError
 
 EIATTR_FRAME_SIZE = 0x11

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from irscope.isa import BasicBlock
+from irscope.isa.model import BasicBlock
 
 
 @dataclass

@@ -20,14 +20,14 @@ from functools import lru_cache
 
 from irscope.parsers.lines import LineIndex
 
-from irscope.llvm_ir import (
+from irscope.ir.llvm_ir import (
     IntrinsicCall,
     LlvmFunction,
     LlvmModule,
     MemoryOp,
     SourceLine,
 )
-from irscope.model import Problem
+from irscope.model.kernel import Problem
 
 # define amdgpu_kernel void @add_kernel(ptr addrspace(1) nocapture readonly %0, ...) local_unnamed_addr #0 !dbg !4 {
 _DEFINE_LINE = re.compile(r"\n(?P<define>define\b[^\n]*)")

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from irscope.model import Fact, KernelOptions, Origin, Target
+from irscope.model.kernel import Fact, KernelOptions, Origin, Target
 from irscope.parsers.errors import ArtifactError, decode_text
 from irscope.render.safe import surrogates_escaped
 

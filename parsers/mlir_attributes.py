@@ -2,7 +2,7 @@
 
     {tt.divisibility = 16 : i32}            -> {"tt.divisibility": 16}
     [[0, 1], [1, 0]]  array<i32: 1, 0>      -> ((0, 1), (1, 0))   (1, 0)
-    #ttg.blocked<{sizePerThread = [1, 8], ...}>  -> an irscope.layouts Layout
+    #ttg.blocked<{sizePerThread = [1, 8], ...}>  -> an irscope.ir.layouts.encodings Layout
     tensor<128x64x!tt.ptr<f16>, #blocked>   -> TensorType(shape, PointerType(f16), Layout)
     loc(callsite(#loc3 at #loc44))          -> Location(frames=(standard.py:129, k.py:25))
 """
@@ -12,14 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from irscope.ir_types import MemDescType, OtherType, PointerType, ScalarType, TensorType
-from irscope.mlir import Location, SourceFrame
-from irscope.model import Problem
+from irscope.ir.types import MemDescType, OtherType, PointerType, ScalarType, TensorType
+from irscope.ir.mlir import Location, SourceFrame
+from irscope.model.kernel import Problem
 
 from .mlir_syntax import is_tok, split_commas
 from .mlir_tree import TOKEN_CLASSES, Group, LocNode, Param, span
 
-# Dialects whose attributes are layout encodings (irscope.layouts builds them).
+# Dialects whose attributes are layout encodings (irscope.ir.layouts.encodings builds them).
 _LAYOUT_DIALECTS = ("ttg.", "triton_gpu.", "ttng.", "triton_nvidia_gpu.")
 _MEMDESC_HEADS = ("!ttg.memdesc", "!tt.memdesc", "!triton_gpu.memdesc")
 
@@ -134,7 +134,7 @@ class AttributeReader:
             return RawAttribute(raw)
         if raw in self._layouts:
             return self._layouts[raw]
-        from irscope.layouts import build_layout
+        from irscope.ir.layouts.encodings import build_layout
 
         body = param.items
         params = self.dict_of(body[0]) if len(body) == 1 and isinstance(body[0], Group) and body[0].kind == "{" \

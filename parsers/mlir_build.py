@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from irscope.ir_types import ASYNC_TOKEN, OtherType, PointerType, ScalarType, TensorType, with_element
-from irscope.mlir import FUNCTION_OPS, LOOP_OPS, Block, MlirModule, Op, Region, Value, canonical_op_name
-from irscope.model import Fact, Origin, Problem
+from irscope.ir.types import ASYNC_TOKEN, OtherType, PointerType, ScalarType, TensorType, with_element
+from irscope.ir.mlir import FUNCTION_OPS, LOOP_OPS, Block, MlirModule, Op, Region, Value, canonical_op_name
+from irscope.model.kernel import Fact, Origin, Problem
 
 from .mlir_attributes import AttributeReader
 from .mlir_syntax import (FIRST_TYPE_RESULT, I1_RESULT, IMPLICIT_RESULT, LAST_TYPE_RESULT, POINTEE_RESULT,

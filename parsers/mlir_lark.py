@@ -15,7 +15,7 @@ from typing import Iterator
 from lark import Lark, Token, Transformer
 from lark.indenter import PostLex
 
-from irscope.model import Problem
+from irscope.model.kernel import Problem
 
 from .mlir_fast import CONTINUES_AT_LINE_END as _CONTINUES_AT_LINE_END
 from .mlir_fast import CONTINUES_FROM_LINE_START as _CONTINUES_FROM_LINE_START

@@ -1,4 +1,4 @@
-"""Parse Triton's MLIR text (TTIR, TTGIR) into an irscope.mlir.MlirModule.
+"""Parse Triton's MLIR text (TTIR, TTGIR) into an irscope.ir.mlir.MlirModule.
 
 `parse_mlir(text, path)` is the entry point. The text becomes a token tree
 (parsers/mlir_tree.py) read by parsers/mlir_fast.py, or, for input that reader leaves
@@ -11,8 +11,8 @@ unstructured op, not an exception.
 
 from __future__ import annotations
 
-from irscope.mlir import MlirModule
-from irscope.model import Problem
+from irscope.ir.mlir import MlirModule
+from irscope.model.kernel import Problem
 
 from .mlir_fast import read_statements
 from .mlir_tree import Statement

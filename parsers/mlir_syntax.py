@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from irscope.mlir import canonical_op_name
+from irscope.ir.mlir import canonical_op_name
 
 from .mlir_tree import TOKEN_CLASSES, Group, LocNode, RegionNode
 

@@ -25,13 +25,13 @@ import re
 from functools import lru_cache
 from typing import NamedTuple
 
-from irscope.isa import (
+from irscope.isa.model import (
     ASYNC_COPY, BARRIER, BRANCH, GLOBAL_ATOMIC, GLOBAL_LOAD, GLOBAL_STORE, LOCAL_LOAD, LOCAL_STORE, MATRIX,
     OTHER, SCALAR_LOAD, SHARED_ATOMIC, SHARED_LOAD, SHARED_STORE, VECTOR_ALU, WAIT, Instruction, IsaFunction,
     IsaProgram, MatrixOp, MemoryAccess, Operand, Unparsed, Wait,
 )
-from irscope.llvm_ir import SourceLine
-from irscope.model import Fact, Origin
+from irscope.ir.llvm_ir import SourceLine
+from irscope.model.kernel import Fact, Origin
 from irscope.parsers.asm_source import by_basename, call_sites
 from irscope.parsers.errors import ArtifactError
 from irscope.parsers.isa_blocks import BlockBuilder

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from irscope.model import Fact, Origin
+from irscope.model.kernel import Fact, Origin
 from irscope.parsers.lines import LineIndex
 
 _DIRECTIVES = re.compile(

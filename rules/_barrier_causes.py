@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from irscope import isa
+from irscope.isa import model as isa
 
 CONVERT, STATE, CHAINED, OPERAND, TILE, PIPELINE, REDUCTION, ATOMIC, OTHER = (
     "convert", "state", "chained", "operand", "tile", "pipeline", "reduction", "atomic", "other")
@@ -217,7 +217,7 @@ class _Classifier:
     """What an LDS op of the loop is there for."""
 
     def __init__(self, module, loop_index: int) -> None:
-        from irscope.opgraph import value_flow
+        from irscope.ir.opgraph import value_flow
 
         self.module = module
         self.loop = loop_index

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from irscope.ir_types import MemDescType, TensorType
+from irscope.ir.types import MemDescType, TensorType
 from irscope.rules._barrier_causes import (
     ATOMIC, CHAINED, CONVERT, OPERAND, OTHER, PIPELINE, REDUCTION, STATE, TILE, Cause, loop_ops)
 
@@ -106,7 +106,7 @@ class LoopShape:
     """What the loop does with its dots: a reduction over a tile (K loop), or not."""
 
     def __init__(self, module, loop_index: int | None) -> None:
-        from irscope.mlir import iter_args
+        from irscope.ir.mlir import iter_args
 
         self.module = module
         self.reduction = False
@@ -182,8 +182,8 @@ def _carried_source(module, value: int, carried: set, depth: int = 4) -> int | N
 
 
 def fix_text(ctx, module, loop_index, causes: list[Cause], count: int, unpipelined: bool) -> str:
-    from irscope.occupancy_amd import AMD_ARCHES
-    from irscope.occupancy_nvidia import nvidia_arch
+    from irscope.occupancy.amd import AMD_ARCHES
+    from irscope.occupancy.nvidia import nvidia_arch
 
     opts = ctx.kernel.options
     shared = opts.shared.value if opts.shared is not None else 0
@@ -296,7 +296,7 @@ def _across_warps(module, causes: list[Cause]) -> str:
     spread over several warps (attention's row max/sum on a 16-row MMA tile whose 4 warps split
     the columns: warpsPerCTA [1, 4]). Each row then crosses warps every step; a tile with rows for
     every warp lets Triton put the warps along the rows and keep each row's reduction in one warp."""
-    from irscope.ir_types import encoding_of
+    from irscope.ir.types import encoding_of
 
     for c in causes:
         if c.kind != REDUCTION:
@@ -345,7 +345,7 @@ def _larger_tile(shape: LoopShape, shared: int, stages: int | None, most: int | 
 def _computed_operand_loads(module, loop_index) -> int:
     """Bytes of the tile loads in the loop that reach an LDS operand (`ttg.local_alloc`) through
     register math, not as they are (those are `tile` causes, counted apart)."""
-    from irscope.opgraph import value_flow
+    from irscope.ir.opgraph import value_flow
 
     if module is None or loop_index is None:
         return 0
@@ -378,7 +378,7 @@ _MOVE_OPS = ("ttg.convert_layout", "tt.trans", "tt.reshape", "tt.broadcast", "tt
 
 def _chain_layouts(module, cause: Cause) -> tuple[str, str] | None:
     """The MMA layout a chained value comes from and the one its reader's dot uses."""
-    from irscope.layout_graph import layout_key
+    from irscope.ir.layouts.graph import layout_key
 
     for i in cause.ops:
         op = module.ops[i]

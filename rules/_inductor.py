@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from irscope.source_map import kernel_file
+from irscope.ir.source_map import kernel_file
 
 GEMM_NAMES = ("triton_mm", "triton_bmm", "triton_tem_")
 

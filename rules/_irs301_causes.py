@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
-from irscope.ir_types import TensorType, element_of, encoding_of
+from irscope.ir.types import TensorType, element_of, encoding_of
 
-from irscope.layout_graph import GLOBAL_LOADS
+from irscope.ir.layouts.graph import GLOBAL_LOADS
 
 from . import _irs301_tiles as tiles
 

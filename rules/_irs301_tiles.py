@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from irscope.ir_types import TensorType, element_of, encoding_of
-from irscope.layout_graph import GLOBAL_LOADS
-from irscope.mlir import FOR_INIT_OPERANDS, iter_args
-from irscope.opgraph import value_flow
+from irscope.ir.types import TensorType, element_of, encoding_of
+from irscope.ir.layouts.graph import GLOBAL_LOADS
+from irscope.ir.mlir import FOR_INIT_OPERANDS, iter_args
+from irscope.ir.opgraph import value_flow
 
 DOTS = frozenset({"tt.dot", "tt.dot_scaled", "ttng.warp_group_dot", "ttng.dot_async"})
 # Ops that only move a tile's elements between threads or positions.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from irscope.layout_graph import layout_key
+from irscope.ir.layouts.graph import layout_key
 from irscope.rules._lds_tiles import LdsOp
 
 
@@ -35,7 +35,7 @@ def tile_origin(module, tile: LdsOp) -> Origin:
     """What the tile is, followed back from the value written to LDS (a read: what its writers stored)
     through copies (converts, casts, loop plumbing): loaded from memory, a broadcast load, a dot's
     result, loop-carried state (an iter_arg), or computed in registers (and from what)."""
-    from irscope.opgraph import value_flow
+    from irscope.ir.opgraph import value_flow
 
     if tile.trip is None and not tile.source:  # read from a buffer an async copy filled
         return Origin("memory", "loaded from memory")
@@ -91,7 +91,7 @@ def tile_origin(module, tile: LdsOp) -> Origin:
 def broadcast_from(module, load) -> tuple:
     """The shape a load's addresses vary over, where they stay the same along a dimension of the tile
     (stride 0: a 128x1 row scale loaded as 128x128); () when they vary along every dimension."""
-    from irscope.pointer_strides import PointerStrides, address_strides
+    from irscope.ir.pointer_strides import PointerStrides, address_strides
 
     strides = address_strides(PointerStrides(module), load)
     shape = tuple(getattr(module.values[load.results[0]].type, "shape", ())) if load.results else ()
@@ -104,7 +104,7 @@ def broadcast_from(module, load) -> tuple:
 
 def _register_bases(module, layout_name: str, shape: tuple) -> list | None:
     """The register bases of a register layout over `shape` (its linear-layout form), or None."""
-    from irscope.layout_to_linear import layout_to_linear
+    from irscope.ir.layouts.to_linear import layout_to_linear
 
     layout = module.aliases.get(layout_name)
     if layout is None:

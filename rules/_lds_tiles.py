@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from irscope.layout_graph import BUFFER_VIEWS, layout_key
+from irscope.ir.layouts.graph import BUFFER_VIEWS, layout_key
 
 # Frames inside Triton's own library (tl.sum's combine in standard.py, tl.cdiv): not the user's site.
 _LIBRARY = re.compile(r"/triton/(language|runtime|experimental|tools)/")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from irscope.access_width import COPY, RUNTIME, ir_accesses
+from irscope.ir.layouts.access_width import COPY, RUNTIME, ir_accesses
 
 CAUSES = {
     "alignment": "the layout gives each thread {layout} contiguous bytes, so the compiler either could not prove "

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
-from irscope.ir_types import TensorType
-from irscope.layout_graph import GLOBAL_LOADS, GLOBAL_STORES
+from irscope.ir.types import TensorType
+from irscope.ir.layouts.graph import GLOBAL_LOADS, GLOBAL_STORES
 
 DOTS = frozenset({"tt.dot", "tt.dot_scaled", "ttng.warp_group_dot", "ttng.tc_gen5_mma"})
 

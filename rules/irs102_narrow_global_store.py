@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from irscope.access_width import narrow_accesses
+from irscope.ir.layouts.access_width import narrow_accesses
 from irscope.rules._memory import narrow_findings
-from irscope.rule import Rule
+from irscope.engine.rule import Rule
 
 
 class NarrowGlobalStore(Rule):

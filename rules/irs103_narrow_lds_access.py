@@ -6,8 +6,8 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from irscope import isa
-from irscope.rule import Rule
+from irscope.isa import model as isa
+from irscope.engine.rule import Rule
 from irscope.rules._inductor import InductorKernel, inductor_kernel
 from irscope.rules._lds_origin import (Origin, Transpose, contiguous_runs, convert_transpose, held_elements,
                                        tile_origin)
@@ -268,7 +268,7 @@ def _costs(fn, graph, loops, group: _Group, per_loop: Counter, size: int) -> boo
 
 def _matrix_feeds(fn) -> dict[int, set[tuple[isa.Instruction, str]]]:
     """LDS read index -> the matrix instructions it feeds, with the operand ("A"/"B")."""
-    from irscope.amdgcn_dataflow import matrix_feeds
+    from irscope.isa.amdgcn_dataflow import matrix_feeds
 
     out: dict[int, set] = defaultdict(set)
     for index, fed in matrix_feeds(fn).items():

@@ -7,8 +7,8 @@ import os
 from bisect import bisect_left
 from dataclasses import dataclass
 
-from irscope import isa
-from irscope.rule import Rule
+from irscope.isa import model as isa
+from irscope.engine.rule import Rule
 from irscope.rules.irs202_barriers_per_iteration import DOT_OPS
 
 # The counters global loads increment: vmcnt on gfx9-gfx11 (gfx10/11 count stores apart, in

@@ -1,6 +1,6 @@
 """IRS202 barriers-per-iteration, and the loop facts it shares with IRS103.
 
-`kernel_loops` maps each loop of an assembly function (irscope/isa_graph.py: natural loops
+`kernel_loops` maps each loop of an assembly function (irscope/isa/graph.py: natural loops
 from back edges) to what a per-iteration count needs: the instructions whose innermost loop
 it is, the blocks every iteration runs, the TTGIR `scf.for` it came from (its Python line),
 and how many iterations of that `scf.for` one pass of the machine loop holds. LLVM unrolls
@@ -17,9 +17,9 @@ from dataclasses import dataclass, replace
 
 import networkx as nx
 
-from irscope import isa
-from irscope.layout_graph import GLOBAL_TO_LDS
-from irscope.rule import Rule
+from irscope.isa import model as isa
+from irscope.ir.layouts.graph import GLOBAL_TO_LDS
+from irscope.engine.rule import Rule
 from irscope.rules._barrier_causes import attribute, loop_ops
 from irscope.rules._barrier_fixes import LoopShape, breakdown, excess, fix_text
 
@@ -159,8 +159,8 @@ class _TtgirLoops:
     """The TTGIR's scf.for ops: the Python lines of the ops directly in each, and its dots."""
 
     def __init__(self, module, user_file: str | None = None) -> None:
-        from irscope.mlir import LOOP_OPS
-        from irscope.source_map import kernel_file, user_line
+        from irscope.ir.mlir import LOOP_OPS
+        from irscope.ir.source_map import kernel_file, user_line
 
         self.module = module
         self.user_file = user_file or kernel_file(module)
@@ -234,7 +234,7 @@ class _TtgirLoops:
         return observed // expected or None
 
     def _k(self, dot) -> int | None:
-        from irscope.ir_types import MemDescType, TensorType
+        from irscope.ir.types import MemDescType, TensorType
 
         a = self.module.values[dot.operands[0]].type if dot.operands else None
         if not isinstance(a, (TensorType, MemDescType)) or not a.shape:

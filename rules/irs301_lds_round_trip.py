@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections import defaultdict
 from math import prod
 
-from irscope.ir_types import TensorType, element_of, encoding_of
-from irscope.rule import Rule
-from irscope.source_map import user_frame
+from irscope.ir.types import TensorType, element_of, encoding_of
+from irscope.engine.rule import Rule
+from irscope.ir.source_map import user_frame
 
 from . import _irs301_causes as causes
 from ._inductor import inductor_kernel

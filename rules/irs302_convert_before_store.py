@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from irscope.ir_types import TensorType, encoding_of
-from irscope.pointer_strides import PointerStrides, address_strides
-from irscope.rule import Rule
+from irscope.ir.types import TensorType, encoding_of
+from irscope.ir.pointer_strides import PointerStrides, address_strides
+from irscope.engine.rule import Rule
 from irscope.rules._inductor import inductor_kernel
 from irscope.rules.irs301_lds_round_trip import (MMA_LAYOUTS, layout_name, lines_text, memory_word, python_of,
                                                   tile_bytes, tile_text)

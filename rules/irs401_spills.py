@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from irscope.isa import LOCAL_LOAD, LOCAL_STORE
-from irscope.mlir import DOT_OPS
-from irscope.model import AmdResources, NvidiaResources
-from irscope.occupancy_amd import AMD_ARCHES, vgprs_for_waves
-from irscope.rule import Rule
+from irscope.isa.model import LOCAL_LOAD, LOCAL_STORE
+from irscope.ir.mlir import DOT_OPS
+from irscope.model.kernel import AmdResources, NvidiaResources
+from irscope.occupancy.amd import AMD_ARCHES, vgprs_for_waves
+from irscope.engine.rule import Rule
 
 def _fix(ctx) -> str:
     """Keep fewer values live, in the kernel's own terms: a GEMM's tiles and stages, another kernel's

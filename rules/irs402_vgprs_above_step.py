@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from irscope.occupancy import occupancy_for
-from irscope.rule import Rule
+from irscope.occupancy.calculator import occupancy_for
+from irscope.engine.rule import Rule
 
 # The largest cut reported, in VGPRs: one allocation granule on CDNA (8 on gfx90a/942/950, the
 # smallest change that can move the allocation at all; a third of one on RDNA's 24). The ROCm

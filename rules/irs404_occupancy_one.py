@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from irscope.occupancy import occupancy_for
-from irscope.occupancy_amd import AMD_ARCHES
-from irscope.occupancy_nvidia import SUB_PARTITIONS
-from irscope.rule import Rule
+from irscope.occupancy.calculator import occupancy_for
+from irscope.occupancy.amd import AMD_ARCHES
+from irscope.occupancy.nvidia import SUB_PARTITIONS
+from irscope.engine.rule import Rule
 from irscope.rules._inductor import config_fix, inductor_kernel
 from irscope.rules.irs402_vgprs_above_step import input_artifact
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from irscope.rule import Rule
+from irscope.engine.rule import Rule
 
 ADVICE = {"gfx942": "ROCm's MI300X guide recommends 16x16 MFMA",
           "gfx950": "ROCm's MI300X guide recommends 16x16 MFMA; measure it on gfx950"}

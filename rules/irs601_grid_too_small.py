@@ -1,8 +1,8 @@
 """IRS601 grid-too-small.
 
-Launches are recorded by `irscope scan script.py` (irscope/runner_child.py); a kernel
+Launches are recorded by `irscope scan script.py` (irscope/pipeline/runner_child.py); a kernel
 harvested from a cache has none, `KernelContext.has("launch")` is False and the engine does
-not run this rule. Each of `ctx.launches` (irscope/launches.py Launch) has `grid`,
+not run this rule. Each of `ctx.launches` (irscope/model/launches.py Launch) has `grid`,
 `compute_units` (the device's CUs or SMs; for --target, the usual device of that arch) and
 the script `path` and `line` that launched it.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from math import prod
 
-from irscope.rule import Rule
+from irscope.engine.rule import Rule
 from irscope.rules._inductor import config_fix, inductor_kernel
 from irscope.rules._program_work import loops_over_a_share, program_work
 

@@ -25,17 +25,17 @@ MANIFEST = FIXTURES / "manifest.json"
 
 
 def require_nvdisasm() -> str:
-    """nvdisasm's path. Triton's wheel ships it (irscope.nvtools.find_tool looks there), so without it
+    """nvdisasm's path. Triton's wheel ships it (irscope.isa.nvtools.find_tool looks there), so without it
     a test fails where triton is installed and skips only where triton itself is missing."""
     import importlib.util
 
-    from irscope import nvtools
+    from irscope.isa import nvtools
 
     found = nvtools.find_tool("nvdisasm")
     if found is None:
         if importlib.util.find_spec("triton") is None:
             pytest.skip("triton is not installed, so neither is the nvdisasm it ships")
-        pytest.fail("triton is installed but nvdisasm was not found: irscope.nvtools.find_tool looks in "
+        pytest.fail("triton is installed but nvdisasm was not found: irscope.isa.nvtools.find_tool looks in "
                     "$TRITON_NVDISASM_PATH, <triton>/backends/nvidia/bin, PATH and $CUDA_HOME/bin")
     return found.path
 
@@ -143,8 +143,8 @@ def rule_findings(rule_cls, *paths):
 
     Runs the rule class directly (registered or not) through the real pipeline, so a rule's
     tests see exactly what `irscope scan` gives it."""
-    from irscope.pipeline import scan
-    from irscope.rule_engine import RuleSelection
+    from irscope.pipeline.analyze import scan
+    from irscope.engine.selection import RuleSelection
 
     report = scan([str(p) for p in paths], rules=RuleSelection.only(rule_cls))
     return {r.kernel.key: (r, [f for f in r.findings if f.code == rule_cls.code]) for r in report.kernels}
@@ -214,9 +214,9 @@ def sweep_runs(tmp_path_factory) -> dict[str, Path]:
 def sweep_reports(sweep_runs) -> dict:
     """Each sweep run scanned as `irscope scan gemm_sweep.py --target` reports it: its launches, each
     compile's constexprs and the autotuner's choice attached."""
-    from irscope.launches import read_launches
-    from irscope.pipeline import scan
-    from irscope.runner import attach_configs
+    from irscope.model.launches import read_launches
+    from irscope.pipeline.analyze import scan
+    from irscope.pipeline.runner import attach_configs
 
     return {target: attach_configs(scan(run / "cache", launches=read_launches(run / "launches.jsonl")),
                                    run / "launches.jsonl")

@@ -47,7 +47,7 @@ class ReportOutcome:
 
 def clean_report(work: Path, per_cache: int = 3) -> Path:
     """A saved report of a few real kernels per fixture cache (a scan, so every field is real)."""
-    from irscope.pipeline import scan
+    from irscope.pipeline.analyze import scan
 
     dirs = []
     for cache in SOURCES:
@@ -157,7 +157,7 @@ def cases(clean: str, count: int, seed: int):
 # ---- what a saved report goes through -------------------------------------------------------
 
 def check(case: ReportCase, clean_path: Path, work: Path) -> ReportOutcome:
-    from irscope.report import Report, ReportError
+    from irscope.model.report import Report, ReportError
 
     path = work / "mutated.json"
     path.write_text(case.text, encoding="utf-8", errors="surrogateescape")
@@ -199,7 +199,7 @@ def _render_every_way(report) -> None:
 
 def _cli(*argv: str) -> str:
     """What `irscope ARGV` printed on stderr and stdout, run in this process."""
-    from irscope.cli import main
+    from irscope.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

@@ -259,7 +259,7 @@ def _traceback() -> str:
 def sass_texts(limit: int = 2) -> list[Path]:
     """nvdisasm's listings of a few fixture cubins (the real tool's output), as `<cubin>.sass`
     originals for make_case; [] without nvdisasm."""
-    from irscope import nvtools
+    from irscope.isa import nvtools
 
     if nvtools.find_tool("nvdisasm") is None:
         return []
@@ -285,7 +285,7 @@ class CacheCopy:
     def __init__(self, dirs: list[Path], work: Path) -> None:
         import shutil
 
-        from irscope.pipeline import scan
+        from irscope.pipeline.analyze import scan
 
         self.root = work
         for d in dirs:
@@ -308,7 +308,7 @@ class CacheCopy:
             target.write_bytes(original(case.file))
 
     def _compare(self, directory: str) -> tuple[list[str], str]:
-        from irscope.pipeline import scan
+        from irscope.pipeline.analyze import scan
 
         try:
             report = scan(str(self.root), index=False, jobs=1)
@@ -351,7 +351,7 @@ def _same_but_sizes(got, clean) -> bool:
 
 def _analysis_traceback(kernel) -> str:
     """The traceback the pipeline's guard swallowed, by analyzing the kernel again unguarded."""
-    from irscope.pipeline import analyze_kernel
+    from irscope.pipeline.analyze import analyze_kernel
 
     try:
         analyze_kernel(kernel)

@@ -14,10 +14,10 @@ import pytest
 
 from conftest import FIXTURES, artifact_files, backend_entries, kernel_dirs, load_manifest
 
-from irscope import isa
-from irscope.amdgcn_dataflow import defs_uses, matrix_feeds, waits
-from irscope.instruction_mix import instruction_mix
-from irscope.isa_graph import FunctionGraph
+from irscope.isa import model as isa
+from irscope.isa.amdgcn_dataflow import defs_uses, matrix_feeds, waits
+from irscope.isa.mix import instruction_mix
+from irscope.isa.graph import FunctionGraph
 from irscope.parsers.amdgcn import parse_amdgcn, read_metadata
 from irscope.parsers.amdgcn_opcodes import parse_wait
 

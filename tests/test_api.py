@@ -6,7 +6,7 @@ import pytest
 from conftest import FIXTURES
 
 import irscope
-from irscope.rule_engine import RuleConfigError
+from irscope.engine.selection import RuleConfigError
 from irscope.testing import assert_no_findings, assert_occupancy
 
 BEFORE = FIXTURES / "before_after" / "before"

@@ -19,10 +19,11 @@ from pathlib import Path
 import pytest
 from conftest import copy_tree, kernel_dirs
 
-from irscope import artifact_reader, harvester
-from irscope.harvester import harvest
-from irscope.pipeline import analyze_kernel
-from irscope.serde import to_data
+from irscope.model import artifact_reader
+from irscope.pipeline import harvester
+from irscope.pipeline.harvester import harvest
+from irscope.pipeline.analyze import analyze_kernel
+from irscope.model.serde import to_data
 
 HANG_LIMIT = 60  # seconds; analyzing one kernel takes well under one
 

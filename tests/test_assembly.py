@@ -9,10 +9,11 @@ from pathlib import Path
 from conftest import FIXTURES, kernel_dirs, require_nvdisasm
 
 import irscope
-from irscope import isa, nvtools
-from irscope.assembly import read_assembly
-from irscope.cli import main
-from irscope.report import Report
+from irscope.isa import model as isa
+from irscope.isa import nvtools
+from irscope.isa.assembly import read_assembly
+from irscope.cli.main import main
+from irscope.model.report import Report
 
 
 def _kernel(manifest, **where):

@@ -1,4 +1,4 @@
-"""`irscope baseline` and irscope/baseline.py: the key, the file, and judging a report against it."""
+"""`irscope baseline` and irscope/engine/baseline.py: the key, the file, and judging a report against it."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from conftest import FIXTURES
 
 import irscope
-from irscope.baseline import Baseline, BaselineError, finding_key, judge
-from irscope.cli import main
+from irscope.engine.baseline import Baseline, BaselineError, finding_key, judge
+from irscope.cli.main import main
 
 BEFORE = FIXTURES / "before_after" / "before"
 

@@ -9,8 +9,8 @@ import sys
 
 from conftest import FIXTURES, copy_tree, kernel_dirs
 
-from irscope.cli import main
-from irscope.report import Report
+from irscope.cli.main import main
+from irscope.model.report import Report
 
 
 def run(*args: str) -> subprocess.CompletedProcess:

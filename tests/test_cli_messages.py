@@ -11,10 +11,10 @@ import json
 import pytest
 from conftest import FIXTURES
 
-import irscope.pipeline
-from irscope.cli import _parser, main
-from irscope.occupancy_amd import AMD_ARCHES
-from irscope.occupancy_nvidia import NVIDIA_ARCHES
+import irscope.pipeline.analyze
+from irscope.cli.main import _parser, main
+from irscope.occupancy.amd import AMD_ARCHES
+from irscope.occupancy.nvidia import NVIDIA_ARCHES
 
 CACHE = FIXTURES / "caches" / "triton-3.9"
 GFX942_MATMUL = "6I2A3YXE*"  # matmul_kernel on gfx942: 160 VGPRs, 32 KiB LDS, 4 warps
@@ -63,7 +63,7 @@ def test_debug_after_scan_shows_the_traceback(monkeypatch, capsys):
     def boom(*args, **kwargs):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(irscope.pipeline, "scan", boom)
+    monkeypatch.setattr(irscope.pipeline.analyze, "scan", boom)
     monkeypatch.delenv("IRSCOPE_DEBUG", raising=False)
     assert main(["scan", str(CACHE)]) == 2
     assert "--debug shows the traceback" in capsys.readouterr().err

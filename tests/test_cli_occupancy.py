@@ -7,7 +7,7 @@ import json
 import pytest
 from conftest import FIXTURES
 
-from irscope.cli import main
+from irscope.cli.main import main
 
 GEMM_NW16 = FIXTURES / "caches" / "triton-3.9" / "R77ETAE2Z26NZ7O4LHAAOUJ75XA6OLYD5URJO6GMNTY4F2W3DBFQ"
 KERNEL_DUMP_GEMM = FIXTURES / "kernel_dump" / "D755NAIOTUYVSEWNNSXXGZ7IMWSYQTEGFJ5FNDQLBIIYACLVLDYQ"

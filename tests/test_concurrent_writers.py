@@ -31,8 +31,8 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, load_manifest
 
-from irscope.pipeline import scan
-from irscope.serde import to_data
+from irscope.pipeline.analyze import scan
+from irscope.model.serde import to_data
 
 BASE32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
 SCAN_SECONDS = 5  # per variant: scans run in a loop this long while the writer works

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES
 
-from irscope.cli import main
-from irscope.diff import RegressionPolicy, diff_reports
-from irscope.pipeline import scan
+from irscope.cli.main import main
+from irscope.diff.compare import RegressionPolicy, diff_reports
+from irscope.pipeline.analyze import scan
 
 BA = FIXTURES / "before_after"
 

@@ -1,4 +1,4 @@
-"""Exit codes (README "Exit codes", irscope/exit_codes.py): 0 clean, 1 a gate tripped, 2 unusable
+"""Exit codes (README "Exit codes", irscope/cli/exit_codes.py): 0 clean, 1 a gate tripped, 2 unusable
 input, 3 partial results; 2 > 3 > 1 > 0 when several apply. Every case runs the real CLI on real
 fixture kernels, or on copies of them made broken here."""
 
@@ -11,9 +11,9 @@ import sys
 import pytest
 from conftest import FIXTURES, copy_tree, irscope_with_locked_dir, kernel_dirs
 
-import irscope.pipeline
-from irscope.cli import main
-from irscope.exit_codes import EXIT_GATE, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, worst
+import irscope.pipeline.analyze
+from irscope.cli.main import main
+from irscope.cli.exit_codes import EXIT_GATE, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, worst
 
 BA = FIXTURES / "before_after"
 
@@ -114,7 +114,7 @@ def test_an_internal_error_exits_2_in_one_line(cache, capsys, monkeypatch):
     def boom(*args, **kwargs):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(irscope.pipeline, "scan", boom)
+    monkeypatch.setattr(irscope.pipeline.analyze, "scan", boom)
     code, _, err = cli(capsys, "scan", cache)
     assert code == 2
     assert err.strip().splitlines() == [

@@ -18,9 +18,9 @@ import sys
 import pytest
 from conftest import FIXTURES, copy_tree, irscope_with_locked_dir, kernel_dirs
 
-from irscope.cli import main
-from irscope.exit_codes import EXIT_GATE, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE
-from irscope.harvester import harvest
+from irscope.cli.main import main
+from irscope.cli.exit_codes import EXIT_GATE, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE
+from irscope.pipeline.harvester import harvest
 
 MALFORMED_NOT_IR = "hello world\n"  # hostile input: plain text under an IR's name
 

@@ -17,8 +17,8 @@ import jsonschema
 import pytest
 from conftest import FIXTURES, REPO
 
-from irscope.cli import main
-from irscope.report import Report
+from irscope.cli.main import main
+from irscope.model.report import Report
 
 HOSTILE = ("[bold red]x|y*z_w`v`` <script>alert(1)</script> <b>&amp; \x1b[31m\x07\u202e\n# h @user "
            "http://evil.example www.evil.example $x$ ~~s~~ :rocket: ![i](http://e/i.png) [l](http://e)")
@@ -60,10 +60,10 @@ def _strict(schema: dict) -> dict:
 
 
 def test_committed_json_schema_is_current():
-    from irscope.report_schema import schema_text
+    from irscope.model.schema import schema_text
 
     assert (REPO / "docs" / "report.schema.json").read_text() == schema_text(), \
-        "regenerate: python -m irscope.report_schema docs/report.schema.json"
+        "regenerate: python -m irscope.model.schema docs/report.schema.json"
 
 
 def test_json_report_matches_its_schema(corpus_report):
@@ -80,9 +80,9 @@ def test_json_report_matches_its_schema(corpus_report):
 
 def test_a_script_run_report_matches_its_schema(corpus_report):
     """run, launches and passes are empty in a cache scan: fill them from a real MLIR dump."""
-    from irscope.launches import Launch, ScriptRun, StandInAnswer
+    from irscope.model.launches import Launch, ScriptRun, StandInAnswer
     from irscope.parsers.mlir_dump import parse_mlir_dump
-    from irscope.pass_timeline import timelines
+    from irscope.ir.pass_timeline import timelines
 
     path = FIXTURES / "dumps" / "mlir-dump_triton-3.9_gfx942_gemm_aligned.txt.gz"
     (timeline,) = timelines(parse_mlir_dump(gzip.decompress(path.read_bytes()).decode(), str(path)))
@@ -150,8 +150,8 @@ def _under_repo(path: str) -> str:
 
 def test_sarif_rules_come_from_the_rules_docs(corpus_report):
     from irscope.render.sarif import sarif_log
-    from irscope.rule_docs import page
-    from irscope.rule_engine import load_rules
+    from irscope.engine.docs import page
+    from irscope.engine.selection import load_rules
 
     rules = {r["id"]: r for r in sarif_log(corpus_report)["runs"][0]["tool"]["driver"]["rules"]}
     installed = load_rules()
@@ -205,7 +205,7 @@ def test_frame_columns_and_dtypes_match_the_docs(corpus_report):
 
 
 def test_kernels_frame_holds_the_tables_facts(corpus_report):
-    from irscope.model import AmdResources, NvidiaResources
+    from irscope.model.kernel import AmdResources, NvidiaResources
 
     frame = corpus_report.to_frame()
     for i, kr in enumerate(corpus_report.kernels):
@@ -228,7 +228,7 @@ def test_kernels_frame_holds_the_tables_facts(corpus_report):
 def test_csv_and_parquet_round_trip(corpus_roots, tmp_path):
     import pandas as pd
 
-    from irscope.pipeline import scan
+    from irscope.pipeline.analyze import scan
     from irscope.render.frames import read_csv
 
     roots = [str(r) for r in corpus_roots]
@@ -259,9 +259,9 @@ def test_csv_keeps_hostile_names(hostile_report, tmp_path):
 
 
 def test_parquet_without_pyarrow_says_what_to_install(monkeypatch, tmp_path, capsys):
-    import irscope.exports
+    import irscope.render.exports
 
-    monkeypatch.setattr(irscope.exports, "pyarrow_installed", lambda: False)
+    monkeypatch.setattr(irscope.render.exports, "pyarrow_installed", lambda: False)
     assert main(["scan", str(FIXTURES / "caches" / "triton-3.6"), "--parquet", str(tmp_path / "k.parquet")]) == 2
     err = capsys.readouterr().err
     assert "pyarrow" in err and "irscope[parquet]" in err and not (tmp_path / "k.parquet").exists()
@@ -275,7 +275,7 @@ def test_one_output_on_stdout(flags, capsys):
 
 
 def test_import_irscope_imports_no_pandas():
-    code = ("import irscope, irscope.report, irscope.cli, sys\n"
+    code = ("import irscope, irscope.model.report, irscope.cli.main, sys\n"
             f"r = irscope.scan({str(FIXTURES / 'caches' / 'triton-3.6')!r})\n"
             "assert not {'pandas', 'pyarrow'} & set(sys.modules), {'pandas', 'pyarrow'} & set(sys.modules)\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -339,8 +339,8 @@ def test_markdown_summary_of_a_scan(corpus_report):
 
 
 def test_markdown_diff_puts_regressions_first(capsys):
-    from irscope.diff import diff_reports
-    from irscope.pipeline import scan
+    from irscope.diff.compare import diff_reports
+    from irscope.pipeline.analyze import scan
     from irscope.render.markdown import diff_markdown
 
     improved = diff_reports(scan(BA / "before"), scan(BA / "after"))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, load_manifest
 
-from irscope.pipeline import scan
+from irscope.pipeline.analyze import scan
 
 KERNELS = FIXTURES / "kernels"
 # (fixture, arch, Triton version): an unhinted GEMM on AMD, a tile copy on NVIDIA, a spilling kernel

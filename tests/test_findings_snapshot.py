@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES
 
-from irscope.pipeline import scan
+from irscope.pipeline.analyze import scan
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "findings.txt"
 ROOTS = ("caches", "before_after", "kernel_dump")
@@ -51,7 +51,7 @@ def test_findings_match_the_snapshot(request, serial_report):
 def test_workers_and_the_result_index_change_no_result(serial_report, tmp_path, monkeypatch):
     """Two worker processes, then a re-scan read from the result index: the same findings
     and, beyond the snapshot, the same KernelReports in the same order."""
-    import irscope.pipeline as pipeline
+    import irscope.pipeline.analyze as pipeline
 
     roots = [FIXTURES / root for root in ROOTS]
     index = tmp_path / "index"

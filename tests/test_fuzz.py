@@ -24,7 +24,7 @@ from conftest import FIXTURES, REPO, copy_tree, require_nvdisasm
 
 from irscope.parsers.errors import ArtifactError
 from irscope.parsers.limits import DEFAULT_MAX_FILE_SIZE, parse_size, read_limited
-from irscope.pipeline import scan
+from irscope.pipeline.analyze import scan
 
 SEED = 12  # issue 12
 PARSERS = fuzzing.PARSERS()
@@ -255,7 +255,7 @@ def test_mixed_triton_versions_in_one_cache(tmp_path):
 
 
 def _as_text(kernel_report, root: Path) -> str:
-    from irscope.serde import to_data
+    from irscope.model.serde import to_data
 
     return json.dumps(to_data(kernel_report), sort_keys=True).replace(str(root), "<root>")
 

@@ -14,8 +14,8 @@ import pytest
 
 from conftest import FIXTURES, copy_tree, kernel_dirs, tree_digest
 
-from irscope.harvester import HarvestError, default_cache_dir, harvest
-from irscope.pipeline import scan
+from irscope.pipeline.harvester import HarvestError, default_cache_dir, harvest
+from irscope.pipeline.analyze import scan
 
 
 def _one(manifest, cache: str, **where) -> Path:

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from conftest import copy_tree, kernel_dirs
 
-from irscope.cli import main
-from irscope.exports import pyarrow_installed
-from irscope.report import Report
+from irscope.cli.main import main
+from irscope.render.exports import pyarrow_installed
+from irscope.model.report import Report
 
 pytest.importorskip("pandas")
 
@@ -114,7 +114,7 @@ def test_hostile_input_non_utf8_file_name_is_read_and_reported(two_kernels, tmp_
 
 def test_hostile_input_non_utf8_directory_name_in_the_tui(two_kernels, tmp_path):
     pytest.importorskip("textual")
-    from irscope.pipeline import ScanRun
+    from irscope.pipeline.analyze import ScanRun
     from irscope.tui.app import IrscopeApp
     from irscope.tui.kernel_table import KernelTable
 
@@ -193,8 +193,8 @@ def test_hostile_input_object_and_list_options_diff_and_tui_diff(two_kernels, tm
         assert len(json.loads((tmp_path / "diff.json").read_text())["pairs"]) == 2
 
     pytest.importorskip("textual")
-    from irscope.diff import diff_reports
-    from irscope.pipeline import scan
+    from irscope.diff.compare import diff_reports
+    from irscope.pipeline.analyze import scan
     from irscope.tui.app import IrscopeApp
     from textual.widgets import DataTable
 
@@ -240,8 +240,8 @@ def test_hostile_input_int64_overflow_in_a_saved_report_still_makes_a_frame(two_
     """A saved report is untrusted too: a number no reader would pass is <NA> in the frame, not an error."""
     import dataclasses
 
-    from irscope.model import Fact, Origin
-    from irscope.pipeline import scan
+    from irscope.model.kernel import Fact, Origin
+    from irscope.pipeline.analyze import scan
     from irscope.render.frames import kernels_frame
 
     cache, _ = two_kernels
@@ -259,7 +259,7 @@ def test_hostile_input_int64_overflow_in_a_saved_report_still_makes_a_frame(two_
 # Item 14: a kernel name of 10 MB (hostile input).
 
 def test_hostile_input_10mb_kernel_name_gives_a_bounded_console_report(two_kernels, tmp_path, capsys):
-    from irscope.pipeline import scan
+    from irscope.pipeline.analyze import scan
     from irscope.pytest_plugin import kernel_node_name
 
     cache, gemm = two_kernels

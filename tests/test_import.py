@@ -36,6 +36,6 @@ def test_scanning_works_when_triton_cannot_be_imported(tmp_path):
     root = FIXTURES / "caches" / "triton-3.6"
     _python(
         f"import sys; sys.path.insert(0, {str(tmp_path)!r})\n"
-        "import irscope.cli\n"
-        f"assert irscope.cli.main(['scan', {str(root)!r}, '--json', {str(tmp_path / 'r.json')!r}]) == 0\n"
+        "import irscope.cli.main\n"
+        f"assert irscope.cli.main.main(['scan', {str(root)!r}, '--json', {str(tmp_path / 'r.json')!r}]) == 0\n"
     )

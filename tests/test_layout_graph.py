@@ -12,10 +12,10 @@ from functools import lru_cache
 import pytest
 from conftest import FIXTURES, load_manifest
 
-from irscope.layout_graph import GLOBAL, LayoutFacts
+from irscope.ir.layouts.graph import GLOBAL, LayoutFacts
 from irscope.parsers.llir import parse_llir
 from irscope.parsers.mlir_parser import parse_mlir
-from irscope.source_map import python_lines
+from irscope.ir.source_map import python_lines
 
 ENTRIES = [e for e in load_manifest()["kernels"] if e["cache"].startswith("caches/")]
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES
 
-from irscope.layout_conversion import classify_conversion
-from irscope.layouts import (
+from irscope.ir.layouts.conversion import classify_conversion
+from irscope.ir.layouts.encodings import (
     AmdMfma,
     AmdWmma,
     Blocked,
@@ -32,7 +32,7 @@ from irscope.layouts import (
     UnknownLayout,
     build_layout,
 )
-from irscope.linear_layout import LinearLayout, to_linear
+from irscope.ir.layouts.linear import LinearLayout, to_linear
 
 TTGIR = sorted(FIXTURES.rglob("*.ttgir"))
 

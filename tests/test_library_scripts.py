@@ -22,7 +22,7 @@ from conftest import REPO
 pytest.importorskip("triton")
 pytest.importorskip("torch")
 
-from irscope.runner import run_script  # noqa: E402
+from irscope.pipeline.runner import run_script  # noqa: E402
 
 LIBRARIES = REPO / "fixtures" / "libraries"
 TARGETS = ("gfx942", "sm_90")

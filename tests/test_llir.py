@@ -15,7 +15,7 @@ import pytest
 from conftest import FIXTURES, load_manifest
 from irscope.parsers.llir import parse_llir
 
-from irscope.llvm_ir import CALL_FAMILIES, CALL_KINDS, MEMORY_KINDS, LlvmModule
+from irscope.ir.llvm_ir import CALL_FAMILIES, CALL_KINDS, MEMORY_KINDS, LlvmModule
 
 MANIFEST = load_manifest()
 ALL_LLIR = sorted(FIXTURES.rglob("*.llir"))

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, load_manifest
 
-from irscope.ir_types import MemDescType, PointerType, ScalarType, TensorType
-from irscope.mlir import CORE_DIALECTS
+from irscope.ir.types import MemDescType, PointerType, ScalarType, TensorType
+from irscope.ir.mlir import CORE_DIALECTS
 from irscope.parsers.mlir_parser import parse_mlir
 
 MANIFEST = load_manifest()

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, rule_findings
 
-from irscope.layout_graph import LayoutFacts
-from irscope.opgraph import ValueFlow
+from irscope.ir.layouts.graph import LayoutFacts
+from irscope.ir.opgraph import ValueFlow
 from irscope.parsers.mlir_parser import parse_mlir
 from irscope.rules.irs103_narrow_lds_access import NarrowLdsAccess
 from irscope.rules.irs301_lds_round_trip import LdsRoundTrip

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from irscope.occupancy_amd import AMD_ARCHES, amd_occupancy, vgprs_for_waves, waves_for_sgprs, waves_for_vgprs
+from irscope.occupancy.amd import AMD_ARCHES, amd_occupancy, vgprs_for_waves, waves_for_sgprs, waves_for_vgprs
 
 CDNA_VGPR_TABLE = {64: 8, 65: 7, 72: 7, 73: 6, 80: 6, 81: 5, 96: 5, 97: 4, 128: 4, 129: 3, 168: 3, 169: 2,
                    170: 2, 256: 2, 512: 1}

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 import irscope
-from irscope.occupancy import occupancy_for
-from irscope.occupancy_amd import AMD_ARCHES, align_to, waves_for_sgprs, waves_for_vgprs
+from irscope.occupancy.calculator import occupancy_for
+from irscope.occupancy.amd import AMD_ARCHES, align_to, waves_for_sgprs, waves_for_vgprs
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import irscope
-from irscope.occupancy_nvidia import NVIDIA_ARCHES, nvidia_arch, nvidia_occupancy
+from irscope.occupancy.nvidia import NVIDIA_ARCHES, nvidia_arch, nvidia_occupancy
 from irscope.parsers.cubin import parse_cubin
 
 DATA = Path(__file__).parent / "data"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import networkx as nx
 from conftest import FIXTURES, load_manifest
 
-from irscope.opgraph import op_graph, value_flow
+from irscope.ir.opgraph import op_graph, value_flow
 from irscope.parsers.mlir_parser import parse_mlir
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, copy_tree, irscope_with_locked_dir, tree_digest
 
-import irscope.pipeline
-from irscope.cli import main
-from irscope.harvester import HarvestError, harvest
+import irscope.pipeline.analyze
+from irscope.cli.main import main
+from irscope.pipeline.harvester import HarvestError, harvest
 
 pytest_plugins = ["pytester"]
 
@@ -35,7 +35,7 @@ def no_scan(monkeypatch):
     def scanned(*args, **kwargs):
         raise AssertionError("scanned, though the command should have been refused first")
 
-    monkeypatch.setattr(irscope.pipeline, "harvest", scanned)
+    monkeypatch.setattr(irscope.pipeline.analyze, "harvest", scanned)
 
 
 def cli(capsys, *args) -> tuple[int, str, str]:

@@ -6,9 +6,9 @@ import os
 
 from conftest import FIXTURES
 
-import irscope.pipeline as pipeline
-from irscope.harvester import harvest
-from irscope.rule_engine import RuleSelection
+import irscope.pipeline.analyze as pipeline
+from irscope.pipeline.harvester import harvest
+from irscope.engine.selection import RuleSelection
 
 
 def _pid_and_key(kernel, *args, **kwargs):

@@ -8,10 +8,10 @@ import re
 import pytest
 from conftest import FIXTURES, REPO
 
-from irscope.cli import main
+from irscope.cli.main import main
 from irscope.parsers.errors import ArtifactError
 from irscope.parsers.mlir_dump import parse_mlir_dump
-from irscope.pass_timeline import timelines
+from irscope.ir.pass_timeline import timelines
 
 DUMPS = FIXTURES / "dumps"
 

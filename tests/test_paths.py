@@ -27,9 +27,9 @@ from pathlib import Path
 import pytest
 from conftest import copy_tree, kernel_dirs, unprivileged
 
-from irscope.harvester import harvest
-from irscope.pipeline import scan
-from irscope.serde import to_data
+from irscope.pipeline.harvester import harvest
+from irscope.pipeline.analyze import scan
+from irscope.model.serde import to_data
 
 TIMEOUT = 60  # seconds; a scan of a few kernels takes one or two
 
@@ -113,9 +113,9 @@ def test_a_python_file_named_in_an_artifact_is_read_only_if_it_is_one(cache, man
         assert n, ext
         artifact.write_text(text)
     code = ("import sys\n"
-            "from irscope.pipeline import scan\n"
-            "from irscope.source_map import python_lines\n"
-            "from irscope.line_map import line_map\n"
+            "from irscope.pipeline.analyze import scan\n"
+            "from irscope.ir.source_map import python_lines\n"
+            "from irscope.ir.line_map import line_map\n"
             f"(r,) = [r for r in scan({str(gemm)!r}, jobs=1).kernels]\n"
             "lines = python_lines(r.kernel)\n"
             f"assert lines and all(p.file == {str(fifo)!r} and p.text is None for p in lines), lines[:1]\n"

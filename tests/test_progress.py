@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES
 
-from irscope.pipeline import ScanCounts, ScanRun
+from irscope.pipeline.analyze import ScanCounts, ScanRun
 from irscope.render.progress import ProgressLine, scan_progress
 
 CACHE = FIXTURES / "caches" / "triton-3.6"
@@ -202,7 +202,7 @@ def test_script_run_spins_while_the_script_is_quiet_and_passes_its_output(tmp_pa
 
 @pytest.mark.parametrize("command", ["scan", "diff", "baseline"])
 def test_quiet_is_on_the_commands_that_show_progress(command):
-    from irscope.cli import _parser
+    from irscope.cli.main import _parser
 
     sub = next(a for a in _parser()._actions if getattr(a, "choices", None))
     assert "--quiet" in sub.choices[command].format_help()

@@ -15,7 +15,7 @@ import sys
 import pytest
 from conftest import FIXTURES
 
-from irscope.cli import main
+from irscope.cli.main import main
 
 pytest_plugins = ["pytester"]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, REPO, copy_tree, kernel_dirs, tree_digest
 
-from irscope.cli import main
+from irscope.cli.main import main
 
 
 def kernel(manifest, fixture: str, arch: str = "gfx942") -> Path:
@@ -87,7 +87,7 @@ def test_every_command_leaves_what_it_reads_untouched(trees, capsys):
 
 def test_the_tui_leaves_the_cache_untouched(trees):
     pytest.importorskip("textual")
-    from irscope.pipeline import ScanRun
+    from irscope.pipeline.analyze import ScanRun
     from irscope.tui.app import IrscopeApp
 
     read, _, _ = trees

@@ -6,7 +6,7 @@ import re
 
 from conftest import REPO
 
-from irscope.cli import _parser
+from irscope.cli.main import _parser
 
 
 def _first_block() -> list[str]:

@@ -328,7 +328,7 @@ def test_a_per_row_scalar_every_lane_reads_is_no_narrow_load(reports, prefix, li
     lanes run along the size-1 dimension (threadsPerWarp [1, 32]): every lane of a warp reads the same two
     addresses, so the 4-byte loads (cp.async copies) are one transaction each and no pointer fact widens
     them. Triton gives a tensor smaller than the CTA its consumer's layout on purpose (isExpensiveLoadOrStore)."""
-    from irscope.access_width import ir_accesses
+    from irscope.ir.layouts.access_width import ir_accesses
     from irscope.parsers.mlir_parser import parse_mlir
 
     kr = kernel(reports, *INDUCTOR, prefix)

@@ -48,7 +48,7 @@ def test_the_corpus_is_what_its_manifest_says(reports):
 
 def test_inductor_launches_are_recorded_on_a_real_gpu(reports):
     """torch.compile launches through a static CUDA launcher of its own; the script runner turns it
-    off (irscope/runner_child.py), so an H100 run of a compiled Llama block records its launches:
+    off (irscope/pipeline/runner_child.py), so an H100 run of a compiled Llama block records its launches:
     197 of its 235 kernels have their grids, the GEMM templates' included (the rest are autotuning
     candidates compiled and benchmarked outside the launcher: 31 GEMM-template configs, 7 others)."""
     report = reports[("sm_90", "inductor_llama_block")]
@@ -101,7 +101,7 @@ def test_narrow_buffer_loads_fire_on_gfx942_where_narrow_loads_fire_on_sm_90(rep
 def test_narrow_accesses_the_data_forces_are_left_alone(reports):
     """The ledger's review of IRS101 (35 of 38 false): strided rows (`o_t * H`, H = 16), gathers,
     broadcasts, slices of a consumer's layout and a line with a wide sibling load are as wide as their
-    data allows (irscope/pointer_strides.py). None of those kernels has a narrow-load finding now."""
+    data allows (irscope/ir/pointer_strides.py). None of those kernels has a narrow-load finding now."""
     for key in ("gfx942/fla_linear_attention/e8ef0accc21f", "gfx942/bitsandbytes_triton_quant/d0ccac464a9a",
                 "gfx942/liger_kernel_ops/22d0526763e3", "sm_90/bitsandbytes_triton_quant/06dc34a04b5b",
                 "gfx942/gemlite_lowbit_gemm/efeb358e660d", "sm_90/fla_linear_attention/50f9ca43ab55"):

@@ -10,10 +10,10 @@ import pytest
 
 from conftest import REPO
 
-from irscope import model
-from irscope.instruction_mix import InstructionMix, LineMix, MixRow
-from irscope.report import SCHEMA_VERSION, Report, ReportError
-from irscope.serde import saved_fields
+from irscope.model import kernel as model
+from irscope.isa.mix import InstructionMix, LineMix, MixRow
+from irscope.model.report import SCHEMA_VERSION, Report, ReportError
+from irscope.model.serde import saved_fields
 
 
 def test_round_trip_is_exact(corpus_report, tmp_path):
@@ -37,7 +37,7 @@ def test_mix_lines_are_written_as_ranges_and_read_back(corpus_report):
 @pytest.mark.parametrize("lines,text", [((), ""), ((7,), "7"), ((3, 4, 5, 9, 11, 12), "3-5,9,11-12"),
                                         ((5, 2, 3), "5,2-3")])
 def test_line_ranges_round_trip(lines, text):
-    from irscope.line_ranges import LineRanges, parse_ranges, ranges_text
+    from irscope.model.line_ranges import LineRanges, parse_ranges, ranges_text
 
     assert ranges_text(lines) == text
     assert parse_ranges(text) == lines
@@ -47,7 +47,7 @@ def test_line_ranges_round_trip(lines, text):
 
 
 def test_schema_1_reports_with_line_lists_still_load(corpus_report):
-    from irscope.line_ranges import parse_ranges
+    from irscope.model.line_ranges import parse_ranges
 
     data = json.loads(corpus_report.to_json())
     data["schema_version"] = 1

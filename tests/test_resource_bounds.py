@@ -18,7 +18,7 @@ from rich.text import Text
 
 from irscope.parsers.errors import ArtifactError
 from irscope.parsers.limits import STAGE_LIMITS, limit_for
-from irscope.pipeline import scan
+from irscope.pipeline.analyze import scan
 
 TTGIR = FIXTURES / "caches/triton-3.6/XB3WGP47NKIFUCOTCSH5IFSZY7FW6XEJYFJZHULLPKODQGZD2GPQ/attn_fwd_kernel.ttgir"
 AMDGCN = FIXTURES / "caches/triton-3.6/XHY6TJUJGWU4GNU5UGWBDPGJ2MLLTXQXRRFP6HYY4RTFUI4YQ4LQ/spill_kernel.amdgcn"
@@ -150,7 +150,7 @@ def test_dump_of_nul_bytes_is_rejected_at_the_first_chunk(tmp_path, monkeypatch)
 
 def test_dump_under_the_limit_costs_about_its_text(tmp_path):
     from irscope.parsers.mlir_dump import read_dump
-    from irscope.pass_timeline import timelines
+    from irscope.ir.pass_timeline import timelines
 
     real = _real_dump_text() * 40  # 8 MB
     dump = tmp_path / "dump.txt.gz"
@@ -173,9 +173,9 @@ def test_passes_view_costs_rich_renders_per_view_not_per_row(tmp_path, monkeypat
     is the same for n and 2n kernels, and the rows printed double."""
     from rich.console import Console
 
-    from irscope.cli import main
+    from irscope.cli.main import main
     from irscope.parsers.mlir_dump import read_dump
-    from irscope.pass_timeline import timelines
+    from irscope.ir.pass_timeline import timelines
     from irscope.render.console import print_text
     from irscope.render.passes import timeline_view
 

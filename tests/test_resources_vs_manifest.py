@@ -13,7 +13,7 @@ import pytest
 
 from conftest import FIXTURES, load_manifest
 
-from irscope.model import AmdResources, NvidiaResources
+from irscope.model.kernel import AmdResources, NvidiaResources
 
 ENTRIES = load_manifest()["kernels"]
 AMD_FIELDS = {

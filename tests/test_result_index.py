@@ -7,10 +7,10 @@ import sqlite3
 import pytest
 from conftest import FIXTURES, copy_tree, tree_digest
 
-import irscope.pipeline as pipeline
-from irscope.pipeline import scan
-from irscope.rule_engine import RuleSelection
-from irscope.serde import to_data
+import irscope.pipeline.analyze as pipeline
+from irscope.pipeline.analyze import scan
+from irscope.engine.selection import RuleSelection
+from irscope.model.serde import to_data
 
 
 def kernels_data(report):
@@ -73,7 +73,7 @@ def test_a_result_stored_while_its_files_were_young_is_found_once_they_are_old(c
     """A scan right after a copy keys files whose ctime is seconds old. Their bytes used to go into
     the key, so a re-scan two seconds later, the files no longer young, missed every such entry
     (the suite's order made it happen: this file after test_resources_vs_manifest.py)."""
-    import irscope.result_index as result_index
+    import irscope.pipeline.result_index as result_index
 
     index = tmp_path / "index"
     monkeypatch.setattr(result_index, "RACY_SECONDS", 10**9)  # every file young
@@ -90,8 +90,8 @@ def test_a_result_stored_while_its_files_were_young_is_found_once_they_are_old(c
 def test_young_bytes_that_changed_under_the_same_timestamps_are_not_trusted(cache, tmp_path, monkeypatch):
     """On a filesystem with coarse times a change can keep a file's stat: the entry stored while the
     file was young holds its bytes' digest, and a mismatch is a miss."""
-    import irscope.result_index as result_index
-    from irscope.harvester import harvest
+    import irscope.pipeline.result_index as result_index
+    from irscope.pipeline.harvester import harvest
 
     monkeypatch.setattr(result_index, "RACY_SECONDS", 10**9)
     kernel = next(k for k in harvest(cache).kernels if k.artifact("amdgcn"))

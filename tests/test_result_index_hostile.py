@@ -22,12 +22,12 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES
 
-import irscope.index_db as index_db
-import irscope.pipeline as pipeline
-import irscope.result_index as result_index
-from irscope.cli import main
-from irscope.pipeline import ScanRun, scan
-from irscope.serde import to_data
+import irscope.pipeline.index_db as index_db
+import irscope.pipeline.analyze as pipeline
+import irscope.pipeline.result_index as result_index
+from irscope.cli.main import main
+from irscope.pipeline.analyze import ScanRun, scan
+from irscope.model.serde import to_data
 
 # Three kernels of a real cache: softmax, add and a split-K GEMM.
 KERNELS = ("3UDH2JXEG2RRLHOC77UVBLFWN27SYNGKNR5CAUTIJPQCOC2LKBAA",

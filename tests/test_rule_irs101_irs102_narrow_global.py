@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, load_manifest
 
-from irscope.pipeline import scan
-from irscope.rule_engine import RuleSelection
+from irscope.pipeline.analyze import scan
+from irscope.engine.selection import RuleSelection
 from irscope.rules.irs101_narrow_global_load import NarrowGlobalLoad
 from irscope.rules.irs102_narrow_global_store import NarrowGlobalStore
 
@@ -227,7 +227,7 @@ def test_narrow_buffer_load_to_local_is_a_narrow_load_where_the_hardware_copies_
 
 def test_tma_copies_are_read_and_never_narrow(reports):
     """sm_90 tensor descriptors: ttng.async_tma_copy_* and cp.async.bulk.tensor, no per-lane width."""
-    from irscope.access_width import ir_accesses
+    from irscope.ir.layouts.access_width import ir_accesses
     from irscope.parsers.mlir_parser import parse_mlir
 
     (kr,) = pick(reports, "tma_gemm", "sm_90", "3.9")
@@ -274,7 +274,7 @@ def test_a_c_tile_stored_across_the_mfma_runs_is_narrow_and_the_transposed_tile_
 def test_async_copies_of_every_version_are_read_and_16_byte_ones_are_left_alone(reports, version, arch, isa, copy):
     """`triton_gpu.async_copy_global_to_local` (3.0-3.2) and `ttg.` (3.3+): each op is read, with the
     16 bytes a thread holds contiguously, and the ISA's copies are that wide."""
-    from irscope.access_width import ir_accesses
+    from irscope.ir.layouts.access_width import ir_accesses
     from irscope.parsers.mlir_parser import parse_mlir
 
     (kr,) = pick(reports, "gemm_aligned", arch, version)
@@ -292,7 +292,7 @@ def test_loop_carried_offsets_that_the_loop_scales_are_not_contiguous(compiled):
     3 elements apart; Triton's AxisInfo joins the two, finds no contiguity and loads a dword at a time although
     the layout gives each thread 4 elements. That is the data's shape: no pointer fact widens it, so no finding
     (the iter_arg is not taken for its initial value alone)."""
-    from irscope.pointer_strides import DATA, PointerStrides, address_strides
+    from irscope.ir.pointer_strides import DATA, PointerStrides, address_strides
     from irscope.parsers.mlir_parser import parse_mlir
 
     kr = compiled["gfx942_strided_walk"]

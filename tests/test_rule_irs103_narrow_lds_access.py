@@ -183,9 +183,9 @@ def corpus_findings(tmp_path_factory):
 
     from conftest import REPO
 
-    from irscope.launches import read_launches
-    from irscope.pipeline import scan
-    from irscope.rule_engine import RuleSelection
+    from irscope.model.launches import read_launches
+    from irscope.pipeline.analyze import scan
+    from irscope.engine.selection import RuleSelection
 
     sys.path.insert(0, str(REPO / "fixtures" / "real_world"))
     import corpus
@@ -304,8 +304,8 @@ def _fp8_gemm(tmp_path, monkeypatch, b_k_contiguous: bool, block_k: int, nonk: i
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from irscope.pipeline import scan
-    from irscope.rule_engine import RuleSelection
+    from irscope.pipeline.analyze import scan
+    from irscope.engine.selection import RuleSelection
 
     sys.path.insert(0, str(FIXTURES / "kernels"))
     from gemm import matmul_kernel

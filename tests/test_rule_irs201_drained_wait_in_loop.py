@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, load_manifest
 
-from irscope.pipeline import scan
-from irscope.rule_engine import RuleSelection
+from irscope.pipeline.analyze import scan
+from irscope.engine.selection import RuleSelection
 from irscope.rules.irs201_drained_wait_in_loop import DrainedWaitInLoop
 
 VERSIONS = ("3.2", "3.6", "3.9")

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, fixture_findings, pick_fixture
 
-from irscope.isa_graph import FunctionGraph
+from irscope.isa.graph import FunctionGraph
 from irscope.parsers.amdgcn import parse_amdgcn
-from irscope.assembly import read_assembly
-from irscope.rule_context import KernelContext
+from irscope.isa.assembly import read_assembly
+from irscope.engine.context import KernelContext
 from irscope.rules.irs202_barriers_per_iteration import BarriersPerIteration, _every_iteration, kernel_loops
 
 BLOCK = re.compile(r"^(\.LBB\w+:|\$L__BB\w+:|;\s*%bb\.\d+:|//\s*%bb\.\d+:)")

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from conftest import REPO, triton_cache_at
 
-from irscope.assembly import read_assembly
-from irscope.pipeline import scan
-from irscope.rule_context import KernelContext
-from irscope.rule_engine import RuleSelection
+from irscope.isa.assembly import read_assembly
+from irscope.pipeline.analyze import scan
+from irscope.engine.context import KernelContext
+from irscope.engine.selection import RuleSelection
 from irscope.rules.irs202_barriers_per_iteration import BarriersPerIteration, kernel_loops
 
 sys.path.insert(0, str(REPO / "fixtures" / "real_world"))

@@ -163,9 +163,9 @@ def test_fires_exactly_where_the_compiler_reports_spills(found, version):
 
 def test_sass_counts_the_spill_instructions():
     """With --sass the finding points at the STL/LDL themselves."""
-    from irscope.nvtools import disassemble
-    from irscope.pipeline import scan
-    from irscope.rule_engine import RuleSelection
+    from irscope.isa.nvtools import disassemble
+    from irscope.pipeline.analyze import scan
+    from irscope.engine.selection import RuleSelection
 
     require_nvdisasm()
     e = entry("spill", "sm_90", "3.6")

@@ -45,8 +45,8 @@ def largest(now: int, gains) -> int:
 def found():
     """{(rule, version): {kernel key: (report, findings of the rule)}}: one scan per version, as
     conftest.rule_findings does for one rule."""
-    from irscope.pipeline import scan
-    from irscope.rule_engine import RuleSelection
+    from irscope.pipeline.analyze import scan
+    from irscope.engine.selection import RuleSelection
 
     rules = (VgprsAboveStep, LdsLimitedOccupancy, OccupancyOne)
     out = {}
@@ -230,10 +230,10 @@ def test_404_points_at_the_vgpr_count(found, version, fixture):
 def test_404_nvidia_one_warp_per_scheduler_what_if():
     """No NVIDIA fixture gets below 8 warps/SM; a real sm_90 GEMM with `shared` raised through
     irscope's what-if (`irscope occupancy --shared`) fits one 4-warp block: one warp per scheduler."""
-    from irscope.harvester import harvest
-    from irscope.occupancy import kernel_occupancy
-    from irscope.resources import read_resources
-    from irscope.rule_context import KernelContext
+    from irscope.pipeline.harvester import harvest
+    from irscope.occupancy.calculator import kernel_occupancy
+    from irscope.occupancy.resources import read_resources
+    from irscope.engine.context import KernelContext
 
     (e,) = entries("3.9", fixture="gemm_aligned", arch="sm_90")
     (kernel,) = harvest([FIXTURES / e["cache"] / e["dir"]]).kernels

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from irscope.launches import Launch
+from irscope.model.launches import Launch
 from conftest import FIXTURES, load_manifest, rule_findings
 
 from irscope.rules.irs601_grid_too_small import GridTooSmall
@@ -35,10 +35,10 @@ def test_silent_on_the_fixtures_without_launches(found, version):
 
 
 def context(version: str, fixture: str, arch: str):
-    from irscope.harvester import harvest
-    from irscope.occupancy import kernel_occupancy
-    from irscope.resources import read_resources
-    from irscope.rule_context import KernelContext
+    from irscope.pipeline.harvester import harvest
+    from irscope.occupancy.calculator import kernel_occupancy
+    from irscope.occupancy.resources import read_resources
+    from irscope.engine.context import KernelContext
 
     (e,) = [e for e in load_manifest()["kernels"] if e["cache"] == f"caches/triton-{version}"
             and e["fixture"] == fixture and e["target_name"] == arch]
@@ -109,7 +109,7 @@ def test_a_one_workgroup_final_pass_is_not_reported(tmp_path):
     (256 programs on 304 CUs) is the one a too-small grid concerns. A real compile and launch for gfx942."""
     pytest.importorskip("triton")
     pytest.importorskip("torch")
-    from irscope.runner import run_script
+    from irscope.pipeline.runner import run_script
 
     script = tmp_path / "two_pass_sum.py"
     script.write_text(TWO_PASS_SUM)

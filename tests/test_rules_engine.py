@@ -8,11 +8,11 @@ import textwrap
 import pytest
 from conftest import FIXTURES, REPO
 
-from irscope.cli import main
-from irscope.pipeline import scan
-from irscope.rule import Rule, RuleDefinitionError
-from irscope.rule_docs import expected_files
-from irscope.rule_engine import RuleConfigError, RuleSelection, find_rule, load_config, load_rules
+from irscope.cli.main import main
+from irscope.pipeline.analyze import scan
+from irscope.engine.rule import Rule, RuleDefinitionError
+from irscope.engine.docs import expected_files
+from irscope.engine.selection import RuleConfigError, RuleSelection, find_rule, load_config, load_rules
 
 DOC = """Title.
 
@@ -142,7 +142,7 @@ def test_scan_flags_and_bad_config_exit_2(tmp_path, monkeypatch, capsys):
 
 def test_third_party_rule_plugs_in_through_the_same_entry_point(tmp_path, monkeypatch):
     (tmp_path / "thirdparty_rule.py").write_text(textwrap.dedent('''
-        from irscope.rule import Rule
+        from irscope.engine.rule import Rule
 
         class Hello(Rule):
             """Says hello to every kernel.
@@ -186,7 +186,7 @@ def test_docs_rules_are_generated_from_the_rules():
     expected = expected_files()
     on_disk = {p.name: p.read_text() for p in directory.glob("*.md")}
     stale = sorted(name for name in set(expected) | set(on_disk) if expected.get(name) != on_disk.get(name))
-    assert not stale, f"regenerate with `python -m irscope.rule_docs docs/rules`: {stale}"
+    assert not stale, f"regenerate with `python -m irscope.engine.docs docs/rules`: {stale}"
 
 
 def test_rules_and_explain_commands(capsys):

@@ -21,10 +21,10 @@ from conftest import REPO
 pytest.importorskip("triton")
 pytest.importorskip("torch")
 
-from irscope.config_recorder import ConfigRecorder, constexpr_values  # noqa: E402
-from irscope.launches import read_autotune, read_compiled, read_launches  # noqa: E402
-from irscope.report import Report  # noqa: E402
-from irscope.runner import run_script  # noqa: E402
+from irscope.pipeline.config_recorder import ConfigRecorder, constexpr_values  # noqa: E402
+from irscope.model.launches import read_autotune, read_compiled, read_launches  # noqa: E402
+from irscope.model.report import Report  # noqa: E402
+from irscope.pipeline.runner import run_script  # noqa: E402
 
 SCRIPT = REPO / "tests" / "data" / "scripts" / "autotuned_add.py"
 

@@ -15,9 +15,9 @@ from conftest import FIXTURES, REPO, copy_tree, tree_digest
 pytest.importorskip("triton")
 pytest.importorskip("torch")
 
-from irscope.cli import main  # noqa: E402
-from irscope.runner import run_script  # noqa: E402
-from irscope.stand_in_devices import DEVICES  # noqa: E402
+from irscope.cli.main import main  # noqa: E402
+from irscope.pipeline.runner import run_script  # noqa: E402
+from irscope.pipeline.stand_in.devices import DEVICES  # noqa: E402
 
 EXAMPLES = REPO / "examples"
 # example -> kernel names; every example runs to its end under --target (its checks are skipped)

@@ -1,4 +1,4 @@
-"""SASS from the fixture cubins through nvdisasm (shipped in triton's wheel), and irscope.nvtools.
+"""SASS from the fixture cubins through nvdisasm (shipped in triton's wheel), and irscope.isa.nvtools.
 
 Every cubin is disassembled once per test session (in threads) and parsed. Without
 nvdisasm these tests fail when triton is installed (CI has it: it ships the tool) and
@@ -19,7 +19,8 @@ import pytest
 
 from conftest import FIXTURES, backend_entries, load_manifest, require_nvdisasm
 
-from irscope import isa, nvtools
+from irscope.isa import model as isa
+from irscope.isa import nvtools
 from irscope.parsers.errors import ArtifactError
 from irscope.parsers.ptx import parse_ptx
 from irscope.parsers.sass import parse_sass, sass_operand
@@ -284,7 +285,7 @@ def test_importing_nvtools_runs_and_imports_nothing_heavy():
     code = ("import subprocess, sys\n"
             "def refuse(*a, **k): raise AssertionError('ran a process at import')\n"
             "subprocess.run = subprocess.Popen = refuse\n"
-            "import irscope.nvtools\n"
+            "import irscope.isa.nvtools\n"
             "assert 'triton' not in sys.modules\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

@@ -24,9 +24,9 @@ import pytest
 from conftest import FIXTURES, copy_tree
 
 from irscope.parsers.errors import ArtifactError
-from irscope.pipeline import scan
-from irscope.report import Report
-from irscope.stage_diff import stage_diff
+from irscope.pipeline.analyze import scan
+from irscope.model.report import Report
+from irscope.diff.stage import stage_diff
 
 TIMEOUT = 120  # seconds for a child irscope; a diff of two saved reports takes about one
 SECRET = "IRSCOPE-TEST-SECRET-7f3a9c"

@@ -14,9 +14,9 @@ import pytest
 from conftest import copy_tree, kernel_dirs
 
 import irscope
-from irscope.cli import main
-from irscope.harvester import HarvestError
-from irscope.report import Report, ReportError
+from irscope.cli.main import main
+from irscope.pipeline.harvester import HarvestError
+from irscope.model.report import Report, ReportError
 
 
 @pytest.fixture(scope="module")
@@ -162,7 +162,7 @@ def test_hostile_input_deeply_nested_report_is_an_error_naming_the_file(saved, t
 
 
 def test_real_reports_nest_far_less_than_the_limit(saved):
-    from irscope.report import MAX_DEPTH, _depth
+    from irscope.model.report import MAX_DEPTH, _depth
 
     assert _depth(json.loads(saved["report"].read_text())) * 4 < MAX_DEPTH
 

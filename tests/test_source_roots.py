@@ -1,4 +1,4 @@
-"""`scan --source DIR` and `[tool.irscope] source-roots` (irscope/source_roots.py): the Python paths an
+"""`scan --source DIR` and `[tool.irscope] source-roots` (irscope/ir/source_roots.py): the Python paths an
 artifact carries are the build machine's; SARIF, the console and Markdown give them relative to the
 repository when a root maps them, and as they are when none does.
 
@@ -138,7 +138,7 @@ def test_a_bad_source_roots_table_names_the_file(built, tmp_path):
 
 
 def test_longest_trailing_path_is_found_first(tmp_path):
-    from irscope.source_roots import find_under
+    from irscope.ir.source_roots import find_under
 
     (tmp_path / "a" / "k").mkdir(parents=True)
     (tmp_path / "a" / "k" / "x.py").write_text("")

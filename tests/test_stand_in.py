@@ -25,11 +25,11 @@ pytest.importorskip("triton")
 pytest.importorskip("torch")
 
 from irscope import kept_runs  # noqa: E402
-from irscope.cli import main  # noqa: E402
+from irscope.cli.main import main  # noqa: E402
 from irscope.render.runs import runs_table  # noqa: E402
-from irscope.report import Report  # noqa: E402
-from irscope.runner import run_script  # noqa: E402
-from irscope.stand_in_devices import DEVICES  # noqa: E402
+from irscope.model.report import Report  # noqa: E402
+from irscope.pipeline.runner import run_script  # noqa: E402
+from irscope.pipeline.stand_in.devices import DEVICES  # noqa: E402
 
 SCRIPTS = REPO / "tests" / "data" / "scripts"
 
@@ -232,7 +232,7 @@ def test_sm_90_answers_what_an_h100_reported():
 @pytest.mark.parametrize("keep_flag,kept_after", [("--no-keep", False), (None, True)])
 def test_tui_opens_a_run_whose_artifacts_are_there(home, monkeypatch, keep_flag, kept_after):
     """`scan SCRIPT --tui` opens the browser while the run's files exist; --no-keep removes them after."""
-    import irscope.cli
+    import irscope.cli.main
 
     seen = {}
 
@@ -240,8 +240,8 @@ def test_tui_opens_a_run_whose_artifacts_are_there(home, monkeypatch, keep_flag,
         seen["artifacts"] = [Path(a.path).is_file() for k in report.kernels for a in k.kernel.artifacts]
         return 0
 
-    monkeypatch.setattr(irscope.cli, "_run_tui", browser)
-    monkeypatch.setattr(irscope.cli, "_no_terminal", lambda: None)  # as in a terminal: pytest's stdin is none
+    monkeypatch.setattr(irscope.cli.main, "_run_tui", browser)
+    monkeypatch.setattr(irscope.cli.main, "_no_terminal", lambda: None)  # as in a terminal: pytest's stdin is none
     argv = ["scan", str(REPO / "examples" / "vector_add.py"), "--target", "gfx942", "--tui"]
     assert main(argv + ([keep_flag] if keep_flag else [])) == 0
     assert seen["artifacts"] and all(seen["artifacts"])
@@ -254,7 +254,7 @@ def test_on_a_real_gpu_no_grid_is_called_sized_from_the_cpu(tmp_path):
     import json
     import os
 
-    from irscope.runner_child import LaunchRecorder
+    from irscope.pipeline.runner_child import LaunchRecorder
 
     cores = os.cpu_count()
     for stand_in, expected in ((True, f"grid x = {cores} = os.cpu_count() on this machine"), (False, None)):

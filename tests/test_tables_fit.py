@@ -12,8 +12,8 @@ import pytest
 from rich.cells import cell_len
 from rich.console import Console
 
-from irscope.diff import diff_reports
-from irscope.pipeline import scan
+from irscope.diff.compare import diff_reports
+from irscope.pipeline.analyze import scan
 from irscope.render.console import kernel_table, short_key, sort_key
 from irscope.render.diff import pair_order, summary_table
 from irscope.render.table import HIDDEN_PREFIX, HIDDEN_SUFFIX
@@ -123,9 +123,9 @@ def test_findings_follow_the_table_order(reports, width):
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_runs_and_passes_tables_fit(tmp_path, width):
-    from irscope.kept_runs import KeptRun
+    from irscope.pipeline.kept_runs import KeptRun
     from irscope.parsers.mlir_dump import read_dump
-    from irscope.pass_timeline import timelines
+    from irscope.ir.pass_timeline import timelines
     from irscope.render.passes import timeline_view
     from irscope.render.runs import runs_table
 
@@ -159,7 +159,7 @@ def test_occupancy_view_fits(reports, width):
 
 
 def test_wide_flag_shows_every_column(monkeypatch, capsys):
-    from irscope.cli import main
+    from irscope.cli.main import main
 
     monkeypatch.setenv("COLUMNS", "80")
     path = str(FIXTURES / "caches" / "triton-3.9")
@@ -173,7 +173,7 @@ def test_wide_flag_shows_every_column(monkeypatch, capsys):
 
 
 def test_diff_wide_flag_shows_every_column(monkeypatch, capsys):
-    from irscope.cli import main
+    from irscope.cli.main import main
 
     monkeypatch.setenv("COLUMNS", "80")
     paths = [str(FIXTURES / "caches" / "triton-3.6"), str(FIXTURES / "caches" / "triton-3.9")]
@@ -191,7 +191,7 @@ def test_a_many_config_corpus_fits(sweep_reports, width, monkeypatch, capsys):
     """fixtures/sweep/: 84 autotune configs a run. The per-config scan table (`--all`), the diff of the
     H100 run (Triton 3.6) against the sm_90 --target run (3.9), 84 pairs, and `irscope occupancy` of
     every config fit the width; the family view's own test is in tests/test_families.py."""
-    from irscope.cli import main
+    from irscope.cli.main import main
 
     report = sweep_reports["sm_90"]
     rows = _check_fits(kernel_table(report, width).plain, kernel_table(report, None).plain, width)

@@ -29,7 +29,7 @@ import shutil
 import pytest
 from conftest import copy_tree, kernel_dirs
 
-from irscope.cli import main
+from irscope.cli.main import main
 from irscope.render.safe import printable
 
 ESCAPES = " \x1b[31mRED\x1b]0;TITLE\x07 \r\b\x9b2J\u202eRTL"
@@ -184,7 +184,7 @@ def _screen_text(app) -> str:
 
 def test_the_tui_kernel_view_shows_everything_literally(hostile):
     pytest.importorskip("textual")
-    from irscope.pipeline import scan
+    from irscope.pipeline.analyze import scan
     from irscope.tui.app import IrscopeApp
 
     cache, _, hashdir = hostile
@@ -222,7 +222,7 @@ def test_the_tui_notifications_show_paths_literally(hostile):
     pytest.importorskip("textual")
     from textual.content import Content
 
-    from irscope.pipeline import scan
+    from irscope.pipeline.analyze import scan
     from irscope.tui.app import IrscopeApp
 
     cache, _, _ = hostile

@@ -8,8 +8,8 @@ import dataclasses
 import pytest
 from conftest import FIXTURES, require_nvdisasm
 
-from irscope.line_map import line_map
-from irscope.pipeline import scan
+from irscope.ir.line_map import line_map
+from irscope.pipeline.analyze import scan
 
 pytest.importorskip("textual")
 
@@ -156,7 +156,7 @@ def test_picking_a_finding_jumps_to_its_line(report):
 
 
 def test_the_what_if_recomputes_occupancy(report):
-    from irscope.occupancy import occupancy_for
+    from irscope.occupancy.calculator import occupancy_for
 
     key = _gemm_key(report)
     kernel = next(r for r in report.kernels if r.kernel.key == key)
@@ -183,7 +183,7 @@ def test_the_what_if_recomputes_occupancy(report):
 
 
 def test_diff_mode_lists_pairs_and_shows_a_pairs_changes():
-    from irscope.diff import diff_reports
+    from irscope.diff.compare import diff_reports
 
     before = scan(FIXTURES / "before_after" / "before", jobs=1)
     after = scan(FIXTURES / "before_after" / "after", jobs=1)
@@ -233,7 +233,7 @@ def _static_text(widget) -> str:
 
 
 def test_the_table_opens_before_the_results_and_fills_in_as_they_arrive(report, tmp_path):
-    from irscope.pipeline import ScanRun
+    from irscope.pipeline.analyze import ScanRun
     from irscope.tui.kernels import PENDING
 
     run = ScanRun(FIXTURES / "caches" / "triton-3.9", index=tmp_path, jobs=2)
@@ -267,7 +267,7 @@ def test_the_pass_timeline_shows_what_the_picked_pass_changed(report):
     import gzip
     import sys
 
-    from irscope.runner import attach_timelines
+    from irscope.pipeline.runner import attach_timelines
     from irscope.tui.passes_view import PassesPanel
 
     dump = FIXTURES / "dumps" / "mlir-dump_triton-3.9_gfx942_add.txt.gz"
@@ -511,8 +511,8 @@ def test_the_findings_tab_shows_each_findings_fix(report):
 
 
 def test_diff_mode_shows_the_stage_diff_opens_both_kernels_and_names_the_unpaired():
-    from irscope.diff import diff_reports
-    from irscope.stage_diff import stage_diff
+    from irscope.diff.compare import diff_reports
+    from irscope.diff.stage import stage_diff
     from irscope.tui.kernel_view import KernelScreen
 
     before = scan(FIXTURES / "before_after" / "before", jobs=1)
@@ -556,7 +556,7 @@ def test_diff_mode_shows_the_stage_diff_opens_both_kernels_and_names_the_unpaire
 
 def test_f_lists_the_families_enter_shows_a_sweep_and_opens_a_configs_kernel(report):
     """The family view: the list, a family's config sweep, a config's kernel, and back with Esc each step."""
-    from irscope.families import families
+    from irscope.render.family_model import families
     from irscope.tui.families_view import FamiliesScreen, FamilyScreen
     from irscope.tui.kernel_view import KernelScreen
     from irscope.tui.kernels import KernelsScreen

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from conftest import FIXTURES
 
-from irscope.pipeline import scan
+from irscope.pipeline.analyze import scan
 
 pytest.importorskip("pytest_textual_snapshot")
 
@@ -87,7 +87,7 @@ def test_kernel_view_occupancy_what_if(snap_compare, report):
 def test_diff_screen(snap_compare):
     import os
 
-    from irscope.diff import diff_reports
+    from irscope.diff.compare import diff_reports
 
     here = os.getcwd()
     os.chdir(FIXTURES.parent)
@@ -123,7 +123,7 @@ def test_kernel_view_source_with_findings_and_mix(snap_compare, report):
 
 def test_family_sweep(snap_compare, report):
     """`f`, then Enter on the family with the most configs: its sweep table, spills and shared findings."""
-    from irscope.families import families
+    from irscope.render.family_model import families
 
     many = [f for f in families(report.kernels) if len(f.configs) > 1]
     biggest = many.index(max(many, key=lambda f: len(f.configs)))

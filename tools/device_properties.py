@@ -5,7 +5,7 @@ Run on a real GPU to check the stand-in device of `irscope scan --target` agains
     python tools/device_properties.py > h100.json
     python tools/device_properties.py --compare sm_90 h100.json   # any machine: lists the differences
 
-irscope/stand_in_devices.py holds the stand-in's numbers; tests/data/device_properties_h100.json
+irscope/pipeline/stand_in/devices.py holds the stand-in's numbers; tests/data/device_properties_h100.json
 is this tool's output on an H100 SXM (NVIDIA H100 80GB HBM3), which tests compare with sm_90.
 """
 
@@ -37,8 +37,8 @@ def read_device() -> dict:
 def differences(arch: str, measured: dict) -> list[str]:
     """Where the stand-in for `arch` answers otherwise than the device `measured` on."""
     sys.path.insert(0, __file__.rsplit("/tools/", 1)[0])
-    from irscope.stand_in_devices import DEVICES
-    from irscope.stand_in_torch import DeviceProperties
+    from irscope.pipeline.stand_in.devices import DEVICES
+    from irscope.pipeline.stand_in.torch import DeviceProperties
 
     device = DEVICES[arch]
     ours = DeviceProperties(device)

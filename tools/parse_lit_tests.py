@@ -21,7 +21,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from irscope.mlir import CORE_DIALECTS
+from irscope.ir.mlir import CORE_DIALECTS
 from irscope.parsers.mlir_parser import parse_mlir
 
 SPLIT = re.compile(r"^// -----.*$", re.M)

@@ -2,7 +2,7 @@
 
 The app is handed values the core made (a Report, or a DiffReport) and renders them; it
 reads artifact text from disk to show it, and asks the core for line maps
-(irscope/line_map.py). Nothing outside this package imports textual.
+(irscope/ir/line_map.py). Nothing outside this package imports textual.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from textual.binding import Binding
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from irscope.diff import DiffReport
-from irscope.report import Report
+from irscope.diff.compare import DiffReport
+from irscope.model.report import Report
 
 INTERRUPTED = 130  # Ctrl-C: the status a shell gives a process ended by SIGINT
 

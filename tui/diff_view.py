@@ -14,14 +14,14 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from irscope.diff import DiffReport, PairDiff
-from irscope.model import KernelReport
+from irscope.diff.compare import DiffReport, PairDiff
+from irscope.model.kernel import KernelReport
 from irscope.render.console import short_key
 from irscope.render.diff import _stage_text as stage_text  # as `irscope diff --stage` prints it
 from irscope.render.diff import pair_details
 from irscope.render.safe import printable, printable_name
-from irscope.report import Report
-from irscope.stage_diff import STAGES
+from irscope.model.report import Report
+from irscope.diff.stage import STAGES
 
 # The stage diffed first: the ISA, where a change to the kernel shows in what runs; `t` cycles through the rest.
 FIRST_STAGES = ("amdgcn", "ptx", "ttgir", "llir", "ttir")
@@ -166,7 +166,7 @@ class DiffScreen(Screen):
 
     @work(thread=True, exclusive=True, group="stage-diff")
     def diff_stage(self, p: PairDiff, stage: str) -> None:
-        from irscope.stage_diff import stage_diff
+        from irscope.diff.stage import stage_diff
 
         a, b = self._kernels(p)
         lines = stage_diff(a.kernel.artifact(stage), b.kernel.artifact(stage))

@@ -2,7 +2,7 @@
 
 Pick a Python line (Enter in Source) and the lines it became are marked in every stage;
 pick an IR or ISA line and the view jumps to its Python line, with the same marks; pick a
-finding and the view jumps to its line. The line maps (irscope/line_map.py) are built in a
+finding and the view jumps to its line. The line maps (irscope/ir/line_map.py) are built in a
 worker thread, so the screen opens before the TTGIR is read.
 """
 
@@ -17,8 +17,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 
-from irscope.line_map import LineMap, line_map
-from irscope.model import KernelReport, Problem
+from irscope.ir.line_map import LineMap, line_map
+from irscope.model.kernel import KernelReport, Problem
 from irscope.parsers.errors import ArtifactError
 from irscope.render.safe import printable, printable_message, shorten
 from irscope.tui.code_view import CodeView
@@ -171,9 +171,9 @@ class KernelScreen(Screen):
 
     @work(thread=True, group="sass")
     def disassemble(self) -> None:
-        """The SASS tab's text: the cubin through nvdisasm (irscope/nvtools.py; the same text that
+        """The SASS tab's text: the cubin through nvdisasm (irscope/isa/nvtools.py; the same text that
         `scan --sass` counted, so the mix's lines fit it)."""
-        from irscope.nvtools import disassemble
+        from irscope.isa.nvtools import disassemble
 
         cubin = self.report.kernel.artifact("cubin")
         try:  # the harvested cubin (or, from a saved report, the one its digest names), never another

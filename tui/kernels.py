@@ -15,11 +15,11 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from irscope.model import KernelReport
+from irscope.model.kernel import KernelReport
 from irscope.render.console import COLUMNS, KEY_COLUMN, kernel_row, short_key, sort_key
 from irscope.render.safe import printable, shorten
 from irscope.render.table import Column
-from irscope.report import Report
+from irscope.model.report import Report
 from irscope.tui.kernel_table import KernelTable
 
 # The name, then the short key that tells apart kernels of one name (autotune configs), as `scan` shows it.
@@ -104,7 +104,7 @@ class KernelsScreen(Screen):
 
     # -- results arriving (in a thread; shown on the app's loop) ----------------------------
     def _collect(self) -> None:
-        from irscope.pipeline import paused_gc
+        from irscope.pipeline.analyze import paused_gc
 
         batch: list[KernelReport] = []
         shown = time.monotonic()

@@ -7,9 +7,9 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, Label, Static
 
-from irscope.model import KernelReport, Origin
-from irscope.occupancy import Input as OccupancyInput
-from irscope.occupancy import occupancy_for
+from irscope.model.kernel import KernelReport, Origin
+from irscope.occupancy.calculator import Input as OccupancyInput
+from irscope.occupancy.calculator import occupancy_for
 from irscope.render.occupancy import occupancy_table
 from irscope.render.safe import printable
 

@@ -19,9 +19,9 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from irscope.model import KernelReport
+from irscope.model.kernel import KernelReport
 from irscope.parsers.errors import ArtifactError
-from irscope.pass_timeline import PassTimeline, dump_lines, pass_change
+from irscope.ir.pass_timeline import PassTimeline, dump_lines, pass_change
 from irscope.render.safe import printable, shorten
 from irscope.tui.code_view import CodeView
 

@@ -7,7 +7,7 @@ import os
 
 from rich.style import Style
 
-from irscope.model import KernelReport
+from irscope.model.kernel import KernelReport
 
 # Short gutter names for the mix's instruction kinds.
 KIND_SHORT = {"global_load": "gload", "global_store": "gstore", "global_atomic": "gatom", "shared_load": "lds_rd",
@@ -55,7 +55,7 @@ def source_styles(report: KernelReport, python_file: str | None) -> dict[int, St
     """Python lines that have findings, colored by the most serious one."""
     if python_file is None:
         return {}
-    from irscope.findings import SEVERITIES
+    from irscope.model.findings import SEVERITIES
 
     base = os.path.basename(python_file)
     worst: dict[int, str] = {}
@@ -79,7 +79,7 @@ def _finding_codes(report: KernelReport, base: str) -> dict[int, list[str]]:
 def read_python_source(report: KernelReport, files: set[str], source_dirs: tuple[str, ...]) -> tuple[str | None, str]:
     """(the kernel's file, its text). The artifacts name the file where it was compiled; when
     that path is not on this machine, a file of the same name under `source_dirs` is used."""
-    from irscope.source_file import kernel_source
+    from irscope.ir.source_file import kernel_source
 
     path, text = kernel_source(report.kernel.name, files, source_dirs)
     if text is not None:

@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING, Sequence
 from rich.console import Console
 from rich.text import Text
 
-from irscope.model import AmdResources, Fact, KernelReport, NvidiaResources
+from irscope.model.kernel import AmdResources, Fact, KernelReport, NvidiaResources
 from irscope.render.occupancy import occupancy_cell, short_step
 from irscope.render.safe import printable, printable_message, printable_name
 from irscope.render.table import Column, draw_table, wrapped
-from irscope.report import Report
+from irscope.model.report import Report
 
 if TYPE_CHECKING:
-    from irscope.findings import Finding
-    from irscope.source_roots import SourceRoots
+    from irscope.model.findings import Finding
+    from irscope.ir.source_roots import SourceRoots
 
 
 def _v(fact: Fact | None) -> int | None:
@@ -152,7 +152,7 @@ def kernel_finding_lines(r: KernelReport, findings: Sequence[Finding], roots: So
                          width: int | None = None) -> list[Text]:
     """One kernel's heading and the given findings of it, as `scan` prints them (the pytest plugin
     and irscope.testing show a failure with these too, as plain text); messages wrapped to `width`."""
-    from irscope.findings import SEVERITIES
+    from irscope.model.findings import SEVERITIES
 
     arch = r.kernel.target.arch if r.kernel.target else "?"
     lines = [Text.assemble((printable_name(r.kernel.name), "bold"), f"  {printable_name(arch)}  ",
@@ -170,7 +170,7 @@ def render(report: Report, console: Console, wide: bool = False, every_config: b
            sweep: bool = False, roots: SourceRoots | None = None) -> None:
     """The table of kernels, then (unless `every_config`, --all) one block per family of configs
     (irscope/render/families.py; `sweep`: every config a row), then the problems."""
-    from irscope.families import families
+    from irscope.render.family_model import families
     from irscope.render.families import family_blocks
 
     width = None if wide else console.width

@@ -1,6 +1,6 @@
 """The console view of a DiffReport: a summary table of the pairs, then what changed in each.
 
-Reads DiffReport values only (irscope/diff.py); every string from an artifact goes through
+Reads DiffReport values only (irscope/diff/compare.py); every string from an artifact goes through
 `printable()`. A stage text diff arrives as lines, already computed.
 """
 
@@ -10,7 +10,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from irscope.diff import Change, DiffReport, PairDiff
+from irscope.diff.compare import Change, DiffReport, PairDiff
 from irscope.render.console import short_key
 from irscope.render.safe import printable, printable_message, printable_name
 from irscope.render.table import Column, draw_table

@@ -12,13 +12,13 @@ from typing import Mapping, Sequence
 from rich.cells import cell_len
 from rich.text import Text
 
-from irscope.families import Family, SharedFinding
-from irscope.model import KernelReport
+from irscope.render.family_model import Family, SharedFinding
+from irscope.model.kernel import KernelReport
 from irscope.render.console import _instructions, _registers, short_key
 from irscope.render.occupancy import occupancy_cell
 from irscope.render.safe import printable, printable_message, printable_name
 from irscope.render.table import Column, draw_table, middle_ellipsis, wrapped
-from irscope.source_roots import SourceRoots
+from irscope.ir.source_roots import SourceRoots
 
 # Short headers for the compile options; constexprs keep their own names.
 HEADERS = {"num_warps": "warps", "num_stages": "stages", "waves_per_eu": "wpe", "matrix_instr_nonkdim": "mfma",

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from irscope.line_ranges import ranges_text
-from irscope.model import AmdResources, Fact, KernelReport, NvidiaResources
+from irscope.model.line_ranges import ranges_text
+from irscope.model.kernel import AmdResources, Fact, KernelReport, NvidiaResources
 from irscope.render.safe import surrogates_escaped
-from irscope.report import Report
+from irscope.model.report import Report
 
 if TYPE_CHECKING:
     import pandas as pd

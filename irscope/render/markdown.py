@@ -11,13 +11,13 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from irscope.diff import DiffReport, PairDiff
-from irscope.findings import SEVERITIES
-from irscope.model import KernelReport
+from irscope.diff.compare import DiffReport, PairDiff
+from irscope.model.findings import SEVERITIES
+from irscope.model.kernel import KernelReport
 from irscope.render.frames import kernel_record
 from irscope.render.occupancy import occupancy_cell
 from irscope.render.safe import printable, shorten
-from irscope.report import Report
+from irscope.model.report import Report
 
 # CommonMark can escape any ASCII punctuation; these start emphasis, code, links, images, table
 # cells, math ($ on GitHub) and strikethrough. Text never starts a line, so `#`, `-`, `1.` cannot.
@@ -141,7 +141,7 @@ def scan_markdown(report: Report, top: int = TOP_FINDINGS, rows: int = TABLE_ROW
 
 def _where(f, roots=None) -> str:
     """The Python line when known, else the artifact file's name and line; a file's repository-relative
-    path when `roots` (--source, source-roots: irscope/source_roots.py) maps it."""
+    path when `roots` (--source, source-roots: irscope/ir/source_roots.py) maps it."""
     from pathlib import PurePath
 
     def shown(path: str) -> str:

@@ -1,6 +1,6 @@
 """The console view of one kernel's occupancy: result, inputs with their lines, limits, steps.
 
-Reads KernelOccupancy values only (irscope/occupancy.py); every string from an artifact goes
+Reads KernelOccupancy values only (irscope/occupancy/calculator.py); every string from an artifact goes
 through `printable()`.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from irscope.occupancy import KernelOccupancy
-from irscope.occupancy_result import UNBOUNDED
+from irscope.occupancy.calculator import KernelOccupancy
+from irscope.model.occupancy_result import UNBOUNDED
 from irscope.render.safe import NAME_LIMIT, printable, printable_name
 from irscope.render.table import middle_ellipsis
 

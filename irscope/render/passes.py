@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from irscope.pass_timeline import PassTimeline
+from irscope.ir.pass_timeline import PassTimeline
 from irscope.render.safe import printable, printable_name
 from irscope.render.table import Column, draw_table
 

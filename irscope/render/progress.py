@@ -1,6 +1,6 @@
 """The progress line of `irscope scan`, `diff` and `baseline` on stderr, when stderr is a terminal.
 
-The pipeline knows nothing of it: it calls an `on_progress(ScanCounts)` hook (irscope/pipeline.py)
+The pipeline knows nothing of it: it calls an `on_progress(ScanCounts)` hook (irscope/pipeline/analyze.py)
 as kernels are harvested, read from the result index and analyzed; ProgressLine draws the counts
 on one line of stderr, at most `interval` apart, and clears the line when the scan is done, so the
 report printed next starts on a clean line. No thread: the pipeline forks its workers, and a thread
@@ -17,7 +17,7 @@ import time
 from contextlib import contextmanager
 from typing import Callable, Iterator, TextIO
 
-from irscope.pipeline import ScanCounts
+from irscope.pipeline.analyze import ScanCounts
 from irscope.render.safe import printable
 
 SPINNER = "|/-\\"

@@ -7,7 +7,7 @@ from typing import Sequence
 
 from rich.text import Text
 
-from irscope.kept_runs import KeptRun
+from irscope.pipeline.kept_runs import KeptRun
 from irscope.render.safe import printable
 from irscope.render.table import Column, draw_table
 

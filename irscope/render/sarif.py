@@ -3,7 +3,7 @@
 Code scanning (GitHub's, VS Code's SARIF viewer) shows a result at its first location, so that
 is the kernel's Python line when the artifact carried it, else the artifact line; the artifact
 line is then a related location. Paths under the base directory (the current one by default),
-or that `--source DIR` / `[tool.irscope] source-roots` map into the repository (irscope/source_roots.py),
+or that `--source DIR` / `[tool.irscope] source-roots` map into the repository (irscope/ir/source_roots.py),
 are written relative to it, with `uriBaseId` SRCROOT, so a viewer can map them to a checkout.
 Text from artifacts is carried as JSON data, never interpreted.
 """
@@ -16,11 +16,11 @@ import os
 from pathlib import Path
 from urllib.parse import quote
 
-from irscope.findings import SEVERITIES, Finding
-from irscope.line_ranges import ranges_text
-from irscope.model import KernelReport
-from irscope.report import Report
-from irscope.source_roots import SourceRoots
+from irscope.model.findings import SEVERITIES, Finding
+from irscope.model.line_ranges import ranges_text
+from irscope.model.kernel import KernelReport
+from irscope.model.report import Report
+from irscope.ir.source_roots import SourceRoots
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"
@@ -69,8 +69,8 @@ def _ordered(findings: tuple[Finding, ...]) -> list[Finding]:
 
 def _rule_descriptors(report: Report) -> list[dict]:
     """Every registered rule, then any code a saved report holds that no installed rule has."""
-    from irscope.rule_docs import page
-    from irscope.rule_engine import load_rules
+    from irscope.engine.docs import page
+    from irscope.engine.selection import load_rules
 
     out, known = [], set()
     for rule in load_rules():

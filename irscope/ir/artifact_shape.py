@@ -1,0 +1,69 @@
+"""Is a text IR what its name says, and whole? A cheap check of the shape Triton writes.
+
+`scan` parses the TTGIR and the assembly, but reads the TTIR and LLVM IR only for source
+lines and diffs; a `.ttir`/`.llir` that is cut short or not IR at all ("hello world") would
+pass unnoticed, and a `.ttgir` of plain text parses as one unknown op, its layouts silently
+absent. Each such file is an error-severity problem (exit 3: partial results), naming the
+file and line. Triton writes every MLIR stage as one `module ... {` closed by a `}` line
+(then `#loc` lines), and every LLVM IR with `define ... {` bodies each closed by a `}` line.
+"""
+
+from __future__ import annotations
+
+import re
+
+from irscope.model.kernel import Kernel, Problem
+from irscope.parsers.errors import decode_text
+from irscope.occupancy.resources import parse_artifact
+
+_MLIR_MODULE = re.compile(r"^(?:builtin\.)?module\b", re.MULTILINE)
+_LLVM_DEFINE = re.compile(r"^define\b", re.MULTILINE)
+
+
+def mlir_shape_problem(text: str, path: str, stage: str) -> Problem | None:
+    """A Problem when the MLIR text has no `module` line (not IR), or does not end with its `}`."""
+    if _MLIR_MODULE.search(text) is None:
+        return Problem(path, f"not MLIR text: no `module` line (Triton writes each {stage} as one module)", 1)
+    last, line = _last_code_line(text, skip=("#",))
+    if not last.startswith("}"):
+        return Problem(path, f"truncated: the {stage} ends inside its module (last line: {last[:60]!r})", line)
+    return None
+
+
+def llvm_shape_problem(text: str, path: str) -> Problem | None:
+    """A Problem when the LLVM IR has no `define` (not IR), or its last function has no closing `}`."""
+    defines = list(_LLVM_DEFINE.finditer(text))
+    if not defines:
+        return Problem(path, "not LLVM IR: no function definition (`define`)", 1)
+    last = defines[-1]
+    if re.compile(r"^}", re.MULTILINE).search(text, last.end()) is None:
+        line = text.count("\n", 0, last.start()) + 1
+        return Problem(path, "truncated: the file ends inside this function (no closing `}` line)", line)
+    return None
+
+
+def shape_problems(kernel: Kernel, stages: tuple[str, ...] = ("ttir", "llir")) -> list[Problem]:
+    """The kernel's `stages` that are not whole IR of their kind (the TTGIR is checked where it is parsed)."""
+    problems = []
+    for stage in stages:
+        artifact = kernel.artifact(stage)
+        if artifact is None:
+            continue
+        text = parse_artifact(artifact, decode_text, problems)
+        if text is None:
+            continue
+        problem = llvm_shape_problem(text, artifact.path) if stage == "llir" else \
+            mlir_shape_problem(text, artifact.path, stage)
+        if problem is not None:
+            problems.append(problem)
+    return problems
+
+
+def _last_code_line(text: str, skip: tuple[str, ...]) -> tuple[str, int]:
+    """The last line that is neither blank nor starts with one of `skip`, and its number."""
+    lines = text.splitlines()
+    for number in range(len(lines), 0, -1):
+        stripped = lines[number - 1].strip()
+        if stripped and not stripped.startswith(skip):
+            return stripped, number
+    return "", max(len(lines), 1)

@@ -1,0 +1,458 @@
+"""Register def-use, wait-counter and MFMA-operand analyses over an AMDGCN function.
+
+- `waits(fn, arch)`: for each `s_waitcnt` (and the gfx10+/gfx12 forms), which outstanding
+  memory operations it waits for and how many instructions separate their issue from the
+  wait. The hardware counters count in issue order: `vmcnt(N)` returns once at most N
+  vector-memory operations are outstanding, so it waits for every operation older than
+  the N youngest. The analysis tracks, per counter, which operations may sit at each
+  position of that queue (youngest first), merged over all paths into a block, to a fixed
+  point around loops. (SMEM can return out of order; LLVM then waits for lgkmcnt(0), and
+  this analysis still counts in issue order.)
+- `matrix_feeds(fn)`: for each MFMA/WMMA, the loads whose results reach its A and B
+  operands, followed back through register definitions and the VALU ops in between
+  (conversions, packs, the int4 dequantization).
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_left
+from dataclasses import dataclass
+from functools import lru_cache
+from operator import attrgetter
+
+from irscope.isa import model as isa
+from irscope.isa.model import Instruction, IsaFunction
+from irscope.isa.graph import FunctionGraph
+from irscope.parsers import amdgcn_opcodes as ops
+
+_NO_DEF_KINDS = frozenset({isa.GLOBAL_STORE, isa.SHARED_STORE, isa.LOCAL_STORE, isa.WAIT, isa.BARRIER,
+                           isa.BRANCH, isa.ASYNC_COPY})
+_NO_DEF_SCALAR = ("s_cmp", "s_bitcmp", "s_nop", "s_setprio", "s_sendmsg", "s_sleep", "s_trap", "s_dcache",
+                  "s_icache", "s_set_gpr_idx", "s_setreg", "s_waitcnt_depctr", "s_wait_alu", "s_barrier")
+LOAD_KINDS = frozenset({isa.GLOBAL_LOAD, isa.SHARED_LOAD, isa.LOCAL_LOAD, isa.SCALAR_LOAD})
+
+
+@lru_cache(maxsize=65536)
+def _units(token: str) -> tuple[str, ...]:
+    return ops.operand(token).units()
+
+
+def defs_uses(instr: Instruction) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Register units an instruction writes and reads. LLVM prints the destination first;
+    stores, waits, branches, compares and atomics without return have none."""
+    args = instr.args
+    if not args:
+        return (), ()
+    has_def = _has_def(instr.opcode, instr.kind, args)
+    uses = tuple(u for a in (args[1:] if has_def else args) for u in _units(a))
+    return (_units(args[0]) if has_def else ()), uses
+
+
+def _has_def(opcode: str, kind: str, args: tuple[str, ...]) -> bool:
+    if kind == isa.GLOBAL_ATOMIC:
+        return ops.returns_value(args)
+    return _writes(opcode, kind)
+
+
+@lru_cache(maxsize=16384)
+def _writes(opcode: str, kind: str) -> bool:
+    """Whether an (opcode, kind) writes its first operand; global atomics depend on their operands."""
+    return not (
+        kind in _NO_DEF_KINDS
+        or (kind == isa.SHARED_ATOMIC and "_rtn_" not in opcode)
+        or (kind == isa.SCALAR_ALU and opcode.startswith(_NO_DEF_SCALAR))
+    )
+
+
+# ---- waits ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class WaitedOp:
+    instruction: int  # index of the memory operation
+    distance: int  # instructions between its issue and the wait, on the shortest path
+
+
+@dataclass(frozen=True)
+class CounterWait:
+    """One counter of one wait instruction and what it waits for."""
+
+    wait: int  # index of the wait instruction
+    counter: str
+    value: int
+    outstanding: int  # most operations that may be outstanding on this counter just before it
+    waited: tuple[WaitedOp, ...]  # oldest-issued first
+
+
+# counter -> {operation index: (fewest, most) younger operations on that counter}: the
+# operation's position in the counter's queue, youngest = 0, over all paths.
+Queues = dict[str, dict[int, tuple[int, int]]]
+_WIDEN_AFTER = 3  # visits of a block before growing positions jump to the counter's limit
+
+
+def waits(fn: IsaFunction, arch: str | None, graph: FunctionGraph | None = None) -> tuple[CounterWait, ...]:
+    """Every counter of every wait instruction reached from the entry, in (wait, counter) order.
+    `graph` is accepted for callers that hold one; the analysis walks the blocks' successors."""
+    limits = ops.counter_limits(arch)
+    events = _events(fn, arch)
+    rank = {b: k for k, b in enumerate(_reverse_postorder(fn))}
+    entry: dict[int, Queues] = {0: {}} if fn.blocks else {}
+    visits: dict[int, int] = {}
+    # The worklist, lowest reverse-postorder rank first. A block's last run happens after the
+    # last change to its entry state (each change queues it again), so what that run records
+    # at the waits is what a final pass over the fixed point would record.
+    work = [(0, 0)] if fn.blocks else []
+    queued = {0} if fn.blocks else set()
+    recorded: dict[int, dict] = {}
+    while work:
+        _, b = heapq.heappop(work)
+        queued.discard(b)
+        found: dict[tuple[int, str], tuple[int, int, set[int]]] = {}
+        out = _run_block(events[b], entry[b], limits, found)
+        recorded[b] = found
+        for s in fn.blocks[b].successors:
+            before = entry.get(s)
+            merged = _merge(before, out)
+            if merged is not before:
+                visits[s] = visits.get(s, 0) + 1
+                if visits[s] > _WIDEN_AFTER:
+                    merged = _widen(entry.get(s, {}), merged, limits)
+                entry[s] = merged
+                if s not in queued:
+                    queued.add(s)
+                    heapq.heappush(work, (rank[s], s))
+    found = {}
+    for b in entry:
+        found.update(recorded[b])
+    pairs = [(w, counter, value, outstanding, sorted(waited))
+             for (w, counter), (value, outstanding, waited) in sorted(found.items())]
+    distances = _Distances(fn, [(i, w) for w, _, _, _, waited in pairs for i in waited])
+    return tuple(CounterWait(w, counter, value, outstanding,
+                             tuple(WaitedOp(i, distances.between(i, w)) for i in waited))
+                 for w, counter, value, outstanding, waited in pairs)
+
+
+# arch -> {opcode: (kind, counters it issues)}; a corpus has a few thousand opcodes.
+_ISSUED: dict[str | None, dict[str, tuple[str, tuple[str, ...]]]] = {}
+
+
+def _events(fn: IsaFunction, arch: str | None) -> list[list[tuple[int, tuple, tuple]]]:
+    """Per block, the instructions that wait or count: (index, wait counters, issued counters).
+    The rest (most of a kernel: ALU ops) leave the queues alone, so the fixed point skips them.
+    The counters an opcode issues are looked up once per opcode (and kind: buffer ops to
+    scratch change it), not worked out per instruction."""
+    issued = _ISSUED.get(arch)
+    if issued is None or len(issued) > 65536:
+        issued = _ISSUED[arch] = {}
+    get = issued.get
+    events = []
+    for i, opcode, kind, wait in map(_EVENT_FIELDS, fn.instructions):
+        known = get(opcode)
+        if known is None or known[0] != kind:
+            known = issued[opcode] = (kind, ops.counters_of(opcode, kind, (), arch))
+        counters = known[1]
+        if kind == isa.GLOBAL_ATOMIC:  # counts in a store counter unless it returns the old value
+            counters = ops.counters_of(opcode, kind, fn.instructions[i].args, arch)
+        if counters or wait is not None:
+            events.append((i, () if wait is None else wait.counters, counters))
+    out: list[list[tuple[int, tuple, tuple]]] = []
+    k = 0
+    for block in fn.blocks:
+        first = k
+        while k < len(events) and events[k][0] < block.end:
+            k += 1
+        out.append(events[first:k])
+    return out
+
+
+_EVENT_FIELDS = attrgetter("index", "opcode", "kind", "wait")
+
+
+def _run_block(events, state: Queues, limits, found) -> Queues:
+    # Aging is lazy: an issue adds one to every position in its counter's queue, which done
+    # eagerly rebuilds a dict of up to 63 entries per load. Instead `ages[counter]` counts the
+    # issues since the queue was last written out, and a new operation goes in at -age, so
+    # that every entry reads (lo + age, min(hi + age, limit - 1)) and is gone once lo + age
+    # reaches the limit: the same as aging one step at a time, as min(min(h + 1, L) + 1, L)
+    # = min(h + 2, L). `_aged` writes a queue out before a wait reads it and at the block's end.
+    queues = dict(state)
+    ages: dict[str, int] = {}
+    for i, waited, issued in events:
+        for counter, value in waited:
+            age = ages.pop(counter, 0)
+            if age:
+                queues[counter] = _aged(queues[counter], age, limits.get(counter, 63))
+            queue = queues.get(counter)
+            if not queue:
+                if found is not None:
+                    _record(found, i, counter, value, 0, ())
+                continue
+            if found is not None:
+                deepest = max(hi for _, hi in queue.values()) + 1
+                _record(found, i, counter, value, deepest, (op for op, (_, hi) in queue.items() if hi >= value))
+            # Definitely older than the `value` youngest: complete. Maybe older: complete on
+            # the paths where it is, still outstanding (and among the youngest) on the others.
+            top = value - 1
+            queues[counter] = {op: (lo, hi if hi < top else top) for op, (lo, hi) in queue.items() if lo < value}
+        for counter in issued:
+            age = ages[counter] = ages.get(counter, 0) + 1
+            queue = queues.get(counter)
+            if queue is None:
+                queue = queues[counter] = {}
+            elif age == 1:  # the first write since it was read: it may be shared with `state`
+                queue = queues[counter] = dict(queue)
+            queue[i] = (-age, -age)
+    for counter, age in ages.items():
+        queues[counter] = _aged(queues[counter], age, limits.get(counter, 63))
+    return queues
+
+
+def _aged(queue: dict[int, tuple[int, int]], age: int, limit: int) -> dict[int, tuple[int, int]]:
+    top = limit - 1
+    return {op: (lo + age, hi + age if hi + age < top else top) for op, (lo, hi) in queue.items() if lo + age < limit}
+
+
+def _record(found, i: int, counter: str, value: int, deepest: int, waited) -> None:
+    old = found.get((i, counter))
+    if old is None:
+        found[(i, counter)] = (value, deepest, set(waited))
+    else:
+        old[2].update(waited)
+        found[(i, counter)] = (value, max(old[1], deepest), old[2])
+
+
+def _merge(a: Queues | None, b: Queues) -> Queues:
+    """`a` joined with `b`; `a` itself when that adds nothing to it (the caller's test for a change).
+
+    Queue dicts are never changed once built (_run_block copies before it writes), so the
+    result shares them with `a` and `b`."""
+    if a is None:
+        return b
+    out = None
+    for counter, queue in b.items():
+        mine = a.get(counter)
+        if mine is queue:
+            continue
+        if mine is None:
+            merged = queue
+        elif mine == queue:
+            continue
+        else:
+            theirs = queue.get
+            merged = {op: mo if (qo := theirs(op)) is None or qo == mo else
+                      (mo[0] if mo[0] < qo[0] else qo[0], mo[1] if mo[1] > qo[1] else qo[1])
+                      for op, mo in mine.items()}
+            for op in queue.keys() - mine.keys():
+                merged[op] = queue[op]
+            if merged == mine:
+                continue
+        if out is None:
+            out = dict(a)
+        out[counter] = merged
+    return a if out is None else out
+
+
+def _widen(old: Queues, new: Queues, limits) -> Queues:
+    """Positions still growing after a few trips round a loop go straight to the limit."""
+    out = {}
+    for counter, queue in new.items():
+        before = old.get(counter, {})
+        top = limits.get(counter, 63) - 1
+        out[counter] = {op: (lo, top if op in before and hi > before[op][1] else hi) for op, (lo, hi) in queue.items()}
+    return out
+
+
+def _reverse_postorder(fn: IsaFunction) -> list[int]:
+    if not fn.blocks:
+        return []
+    blocks = fn.blocks
+    seen, post = {0}, []
+    stack = [(0, iter(blocks[0].successors))]
+    while stack:
+        b, it = stack[-1]
+        for nxt in it:
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append((nxt, iter(blocks[nxt].successors)))
+                break
+        else:
+            post.append(b)
+            stack.pop()
+    return post[::-1]
+
+
+class _Distances:
+    """Fewest instructions executed between two instructions, over the CFG.
+
+    Built for the (issue, wait) pairs it will be asked about: one Dijkstra backwards from each
+    block holding waits (there are a third as many of those as of issuing blocks), over the
+    reversed CFG, stopping once the issuing blocks it was asked about are settled."""
+
+    def __init__(self, fn: IsaFunction, pairs: list[tuple[int, int]]) -> None:
+        self.fn = fn
+        blocks = fn.blocks
+        self.block = block = [0] * (blocks[-1].end if blocks else 0)
+        for b in blocks:
+            block[b.start:b.end] = [b.index] * (b.end - b.start)
+        wanted: dict[int, set[int]] = {}  # wait block -> issuing blocks
+        for issue, wait in pairs:
+            src, dst = block[issue], block[wait]
+            if src != dst or issue >= wait:
+                wanted.setdefault(dst, set()).add(src)
+        self.to_block: dict[int, dict[int, int]] = {}
+        if wanted:
+            preds: list[list[int]] = [[] for _ in blocks]
+            for b in blocks:
+                for s in b.successors:
+                    preds[s].append(b.index)
+            self.to_block = {dst: self._dijkstra(dst, srcs, preds) for dst, srcs in wanted.items()}
+
+    def between(self, issue: int, wait: int) -> int:
+        blocks = self.fn.blocks
+        src, dst = blocks[self.block[issue]], blocks[self.block[wait]]
+        if src.index == dst.index and issue < wait:
+            return wait - issue - 1
+        from_end = self.to_block[dst.index]
+        if src.index not in from_end:
+            return -1
+        return (src.end - issue - 1) + from_end[src.index] + (wait - dst.start)
+
+    def _dijkstra(self, block: int, sources: set[int], preds: list[list[int]]) -> dict[int, int]:
+        """Instructions executed from the end of each block to the start of `block`, until every
+        source block is settled. A shortest path reaches `block` only at its end, so it is not
+        walked through: what precedes it is reached through its own predecessors."""
+        blocks = self.fn.blocks
+        best: dict[int, int] = {}
+        heap = [(0, p) for p in preds[block]]
+        heapq.heapify(heap)
+        left = len(sources)
+        while heap:
+            d, b = heapq.heappop(heap)
+            if b in best:
+                continue
+            best[b] = d
+            if b in sources:
+                left -= 1
+                if not left:
+                    break
+            if b == block:
+                continue
+            blk = blocks[b]
+            d += blk.end - blk.start
+            for p in preds[b]:
+                if p not in best:
+                    heapq.heappush(heap, (d, p))
+        return best
+
+
+# ---- MFMA operands ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Feed:
+    load: int  # index of the load instruction
+    operand: str  # "A" or "B"
+    hops: int  # register definitions followed from the load to the matrix op (1 = direct)
+
+
+def matrix_feeds(fn: IsaFunction, max_hops: int = 8) -> dict[int, tuple[Feed, ...]]:
+    """For each matrix instruction, the loads whose results reach its A and B operands."""
+    reach = _ReachingDefs(fn)
+    out: dict[int, tuple[Feed, ...]] = {}
+    for instr in fn.instructions:
+        if instr.kind != isa.MATRIX or len(instr.args) < 3:
+            continue
+        feeds: dict[tuple[int, str], int] = {}
+        for operand, token in (("A", instr.args[1]), ("B", instr.args[2])):
+            frontier = [(instr.index, u) for u in _units(token)]
+            seen: set[tuple[int, str]] = set()
+            for hops in range(1, max_hops + 1):
+                following = []
+                for at, unit in frontier:
+                    for d in reach.defs_before(at, unit):
+                        if (d, unit) in seen:
+                            continue
+                        seen.add((d, unit))
+                        definer = fn.instructions[d]
+                        if definer.kind in LOAD_KINDS:
+                            key = (d, operand)
+                            feeds[key] = min(feeds.get(key, hops), hops)
+                        elif definer.kind == isa.VECTOR_ALU:
+                            following.extend((d, u) for u in defs_uses(definer)[1] if u[0] in "va")
+                frontier = following
+                if not frontier:
+                    break
+        out[instr.index] = tuple(Feed(d, op, h) for (d, op), h in sorted(feeds.items()))
+    return out
+
+
+_DEF_FIELDS = attrgetter("index", "opcode", "args", "kind")
+
+
+class _ReachingDefs:
+    """Which instructions may define a register unit last before a given instruction.
+
+    Each unit's defining instructions are kept in order, so the last one before a point of a
+    block is a bisection, not a walk back over the block's instructions."""
+
+    def __init__(self, fn: IsaFunction) -> None:
+        self.fn = fn
+        self.block: list[int] = []  # block index of every instruction
+        for b in fn.blocks:
+            self.block.extend([b.index] * (b.end - b.start))
+        self.defined: dict[str, list[int]] = {}  # unit -> indices of the instructions writing it, ascending
+        writes: dict[tuple[str, str], bool] = {}
+        for index, opcode, args, kind in map(_DEF_FIELDS, fn.instructions):
+            if not args:
+                continue
+            if kind == isa.GLOBAL_ATOMIC:
+                if not ops.returns_value(args):
+                    continue
+            else:
+                key = (opcode, kind)
+                known = writes.get(key)
+                if known is None:
+                    known = writes[key] = _writes(opcode, kind)
+                if not known:
+                    continue
+            for unit in _units(args[0]):
+                at = self.defined.get(unit)
+                if at is None:
+                    self.defined[unit] = [index]
+                else:
+                    at.append(index)
+        self._reaching: dict[tuple[int, str], frozenset[int]] = {}
+        self.preds: dict[int, list[int]] = {b.index: [] for b in fn.blocks}
+        for b in fn.blocks:
+            for s in b.successors:
+                self.preds[s].append(b.index)
+
+    def defs_before(self, at: int, unit: str) -> frozenset[int]:
+        block = self.fn.blocks[self.block[at]] if 0 <= at < len(self.block) else self.fn.block_of(at)
+        defined = self.defined.get(unit)
+        if not defined:
+            return frozenset()
+        k = bisect_left(defined, at) - 1
+        if k >= 0 and defined[k] >= block.start:
+            return frozenset((defined[k],))
+        key = (block.index, unit)  # the same for every use of `unit` in the block before its first def
+        found = self._reaching.get(key)
+        if found is None:
+            found = self._reaching[key] = self._into(block.index, defined)
+        return found
+
+    def _into(self, block: int, defined: list[int]) -> frozenset[int]:
+        found: set[int] = set()
+        seen: set[int] = set()
+        stack = list(self.preds[block])
+        while stack:
+            b = stack.pop()
+            if b in seen:
+                continue
+            seen.add(b)
+            blk = self.fn.blocks[b]
+            k = bisect_left(defined, blk.end) - 1
+            if k >= 0 and defined[k] >= blk.start:
+                found.add(defined[k])
+            else:
+                stack.extend(self.preds[b])
+        return frozenset(found)

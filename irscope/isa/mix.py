@@ -1,0 +1,120 @@
+"""Instruction mix of a kernel: counts by kind, inside loops and outside, and per Python line.
+
+Every count keeps the artifact lines of the instructions it counts, so a number in a
+table can always be traced to the lines that make it up. Memory kinds are split by
+path and width (`global:16B`, `lds:8Bx2` for ds_read2_b64), matrix ops by shape, so the
+diff can show `global_store_short` becoming `global_store_dwordx4` as a row moving from
+`global:2B` to `global:16B`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Mapping
+
+from irscope.isa.model import Instruction, IsaFunction, IsaProgram
+from irscope.model.line_ranges import LineRanges
+
+if TYPE_CHECKING:
+    from irscope.isa.graph import FunctionGraph
+
+
+@dataclass(frozen=True)
+class MixRow:
+    kind: str
+    detail: str  # "global:16B", "lds:8Bx2", "mfma 32x32x8 f16", or "" when the kind says it all
+    in_loop: bool
+    count: int
+    lines: LineRanges  # artifact lines of the counted instructions
+
+
+@dataclass(frozen=True)
+class LineMix:
+    """What one Python source line became."""
+
+    file: str
+    line: int
+    counts: Mapping[str, int]  # kind -> count, most first
+    lines: LineRanges  # artifact lines
+
+
+@dataclass(frozen=True)
+class InstructionMix:
+    path: str
+    isa: str
+    function: str
+    total: int
+    loops: int  # natural loops in the function's control flow
+    rows: tuple[MixRow, ...]
+    python_lines: tuple[LineMix, ...]
+
+    def count(self, kind: str | None = None, in_loop: bool | None = None, detail: str | None = None) -> int:
+        return sum(r.count for r in self.rows if (kind is None or r.kind == kind)
+                   and (in_loop is None or r.in_loop == in_loop) and (detail is None or r.detail == detail))
+
+    def details(self, kind: str) -> dict[str, int]:
+        """detail -> count for one kind, loops and outside together: {"global:16B": 8, ...}."""
+        out: dict[str, int] = defaultdict(int)
+        for r in self.rows:
+            if r.kind == kind:
+                out[r.detail] += r.count
+        return dict(out)
+
+
+def detail_of(instr: Instruction) -> str:
+    if instr.memory is None and instr.matrix is None:
+        return ""
+    return _detail(instr.memory, instr.matrix)
+
+
+def instruction_mix(program: IsaProgram, fn: IsaFunction | None = None,
+                    graph: FunctionGraph | None = None) -> InstructionMix:
+    from irscope.isa.graph import FunctionGraph
+
+    fn = fn or program.function()
+    if fn is None:
+        return InstructionMix(program.path, program.isa, "", 0, 0, (), ())
+    graph = graph or FunctionGraph(fn)
+    instrs = fn.instructions
+    groups: dict[tuple[str, str, bool], list[int]] = defaultdict(list)
+    per_line: dict[tuple[str, int], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    per_line_lines: dict[tuple[str, int], list[int]] = defaultdict(list)
+    # The detail of a memory or matrix op is worked out once per distinct MemoryAccess/MatrixOp
+    # pair (the parser shares one per mnemonic); the (file, line) key and its tallies are looked
+    # up once per run of instructions under the same SourceLine (one `.loc`).
+    details: dict[tuple[int, int], str] = {}
+    prev = counts = at = None
+    for instr, d in zip(instrs, graph.instruction_depth):
+        memory, matrix = instr.memory, instr.matrix
+        if memory is None and matrix is None:
+            groups[(instr.kind, "", d > 0)].append(instr.line)
+        else:
+            key = (id(memory), id(matrix))
+            detail = details.get(key)
+            if detail is None:
+                detail = details[key] = _detail(memory, matrix)
+            groups[(instr.kind, detail, d > 0)].append(instr.line)
+        source = instr.source
+        if source is not prev:
+            prev = source
+            if source is not None:
+                key = (source.file, source.line)
+                counts, at = per_line[key], per_line_lines[key]
+        if source is not None:
+            counts[instr.kind] += 1
+            at.append(instr.line)
+    rows = tuple(MixRow(k, d, loop, len(ls), LineRanges.of(ls)) for (k, d, loop), ls in sorted(groups.items()))
+    python_lines = tuple(
+        LineMix(file, line, dict(sorted(per_line[(file, line)].items(), key=lambda kv: (-kv[1], kv[0]))),
+                LineRanges.of(per_line_lines[(file, line)]))
+        for file, line in sorted(per_line)
+    )
+    return InstructionMix(program.path, program.isa, fn.name, len(instrs), len(graph.loops), rows, python_lines)
+
+
+def _detail(memory, matrix) -> str:
+    if memory is not None:
+        width = "?" if memory.width_bytes is None else f"{memory.width_bytes}B"
+        return f"{memory.space}:{width}" + (f"x{memory.accesses}" if memory.accesses > 1 else "")
+    return " ".join(p for p in (matrix.family, matrix.shape, matrix.in_type) if p)

@@ -1,0 +1,384 @@
+"""scan: harvest -> parse -> model -> Report. The one pipeline every command runs."""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from functools import partial
+from pathlib import Path
+from datetime import datetime, timezone
+from typing import Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
+
+from irscope import __version__
+from irscope.model.artifact_reader import one_read_each
+from irscope.isa.assembly import read_assembly
+from irscope.pipeline.harvester import harvest
+from irscope.isa.mix import instruction_mix
+from irscope.model.launches import Launch
+from irscope.ir.layouts.summary import summarize
+from irscope.ir.artifact_shape import shape_problems
+from irscope.model.kernel import Kernel, KernelReport, Problem
+from irscope.occupancy.calculator import kernel_occupancy
+from irscope.model.report import Report
+from irscope.occupancy.resources import read_resources
+from irscope.engine.context import KernelContext
+from irscope.engine.selection import RuleSelection, run_rules
+from irscope.ir.specialization import specialization_of
+from irscope.ir.targets import infer_from_ir
+
+
+# What one kernel's analysis takes: the kernel, its harvest problems, its recorded launches.
+Work = tuple[Kernel, tuple[Problem, ...], tuple[Launch, ...]]
+
+
+@dataclass(frozen=True)
+class ScanCounts:
+    """How far a scan is, for the CLI's progress line (irscope/render/progress.py)."""
+    phase: str  # "harvesting", then "analyzing"
+    kernels: int = 0  # harvested
+    from_index: int = 0  # results read back from the result index
+    analyzed: int = 0  # results analyzed in this run
+
+    @property
+    def done(self) -> int:
+        return self.from_index + self.analyzed
+
+
+ProgressHook = Callable[[ScanCounts], None]
+
+
+def scan(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None, sass: bool = False,
+         rules: RuleSelection | None = None, launches: Mapping[str, tuple[Launch, ...]] | None = None,
+         index: bool | str | os.PathLike = False, jobs: int | None = None,
+         on_progress: ProgressHook | None = None) -> Report:
+    """Analyze every kernel under `paths` (default: the user's Triton cache).
+
+    `sass`: also disassemble each cubin with nvdisasm (irscope/isa/nvtools.py) and count its SASS.
+    `rules`: which rules run (default: all; the CLI reads `[tool.irscope]`).
+    `launches`: kernel hash -> launches recorded by irscope/pipeline/runner.py.
+    `index`: reuse and keep results in irscope's result index (irscope/pipeline/result_index.py):
+    True for the default directory, or a directory; the CLI's default (`--no-cache` is False).
+    `jobs`: worker processes for the kernels the index does not hold (default: one per core,
+    and none for a handful of kernels); the report's order never depends on it.
+    `on_progress`: called with the ScanCounts as the scan goes (the CLI draws them; default: nothing).
+    """
+    return ScanRun(paths, sass, rules, launches, index, jobs, on_progress).report()
+
+
+class ScanRun:
+    """A scan under way, for views that show kernels before their results (irscope tui).
+
+    Made in the calling thread: it harvests, keys each kernel in the result index (a stat per
+    artifact) and starts the workers, so that they fork before a caller starts threads of its
+    own. `results()` then yields (position, KernelReport) as each becomes known: those the
+    index holds first, then the others as workers finish them. `report()` waits for all.
+    """
+
+    def __init__(self, paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None, sass: bool = False,
+                 rules: RuleSelection | None = None, launches: Mapping[str, tuple[Launch, ...]] | None = None,
+                 index: bool | str | os.PathLike = False, jobs: int | None = None,
+                 on_progress: ProgressHook | None = None) -> None:
+        self.on_progress = on_progress or _no_progress
+        self.on_progress(ScanCounts("harvesting"))
+        self.found = harvest(paths)
+        self.sass, self.selection = sass, rules or RuleSelection()
+        launches = launches or {}
+        self.store = None
+        if index:
+            from irscope.parsers.limits import limits_key
+            from irscope.pipeline.result_index import ResultIndex, default_index_dir, refusal, salt_for
+
+            directory = default_index_dir() if index is True else Path(index)
+            refused = refusal(directory, self.found.roots)
+            if refused:
+                _say(refused)
+            else:
+                self.store = ResultIndex(directory, salt_for(self.selection.rules(),
+                                                             f"sass={sass}|limits={limits_key()}"),
+                                         say=_say)
+        self.keys: dict[int, str | None] = {}
+        self._held: list[int] = []  # positions whose result the index should hold
+        todo: list[int] = []
+        self._work: list[Work] = [(k, tuple(self.found.problems.get(k.key, ())), tuple(launches.get(k.hash or "", ())))
+                                  for k in self.found.kernels]
+        for i, (k, problems, recorded) in enumerate(self._work):
+            if self.store is not None and not recorded:  # a script run's launches make its results one-off
+                self.keys[i] = key = self.store.key(k, repr(problems))
+                if self.store.holds(key):
+                    self._held.append(i)
+                    continue
+            todo.append(i)
+        self._analyses = Analyses([(i, self._work[i]) for i in todo], sass, self.selection, jobs)
+        self.on_progress(ScanCounts("analyzing", len(self._work)))
+
+    def results(self) -> Iterator[tuple[int, KernelReport]]:
+        self._analyses.start()  # the workers analyze while the index is read here
+        missed = []
+        counts = ScanCounts("analyzing", len(self._work))
+        for i in self._held:
+            cached = self.store.get(self.keys[i])
+            # Not `cached.kernel == k`: analysis fills in what a dump directory's json lacks.
+            k = self._work[i][0]
+            if cached is not None and (cached.kernel.key, cached.kernel.directory) == (k.key, k.directory):
+                counts = replace(counts, from_index=counts.from_index + 1)
+                self.on_progress(counts)
+                yield i, cached
+            else:
+                missed.append((i, self._work[i]))
+        late = Analyses(missed, self.sass, self.selection, jobs=1)
+        for i, result in itertools.chain(self._analyses, late):
+            if self.store is not None and i in self.keys:
+                self.store.put(self.keys[i], result)
+            counts = replace(counts, analyzed=counts.analyzed + 1)
+            self.on_progress(counts)
+            yield i, result
+        if self.store is not None:
+            self.store.close()  # every result is in: note the entries used, evict beyond the cap
+
+    def close(self) -> None:
+        """Stop the workers (a viewer closed before every result came)."""
+        self._analyses.close()
+        if self.store is not None:
+            self.store.close()
+
+    def report(self) -> Report:
+        with paused_gc():
+            return self.report_of(dict(self.results()))
+
+    def report_of(self, results: Mapping[int, KernelReport]) -> Report:
+        """The Report of the results collected from results(), in the harvest's order."""
+        return Report(
+            irscope_version=__version__,
+            created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            roots=self.found.roots,
+            kernels=tuple(results[i] for i in sorted(results)),
+            problems=self.found.problems.get("", ()),
+            skipped=self.found.skipped,
+        )
+
+
+def _no_progress(counts: ScanCounts) -> None:
+    pass
+
+
+def _say(message: str) -> None:
+    """One line on stderr about how the run went (not a problem of its kernels)."""
+    import sys
+
+    from irscope.render.safe import printable
+
+    print(f"irscope: {printable(message)}", file=sys.stderr)
+
+
+@contextmanager
+def paused_gc():
+    """No cyclic garbage collection while results pile up: reading 1,000 results back from the
+    index builds millions of objects, and each collection walked all of them again (0.65 s of
+    a 1.1 s warm scan). Results are acyclic; the workers collect as usual."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+T = TypeVar("T")
+
+# Below this many kernels, starting workers costs more than it saves.
+PARALLEL_FROM = 8
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class Analyses:
+    """analyze_kernel over (position, work) items, in worker processes when that pays.
+
+    The workers start here, at once; iterating yields (position, KernelReport) as chunks finish.
+    A worker that dies (out of memory?) costs speed, not results: what it had is analyzed here.
+    """
+
+    def __init__(self, work: Sequence[tuple[int, Work]], sass: bool, selection: RuleSelection,
+                 jobs: int | None = None) -> None:
+        self.work = list(work)
+        self.one = partial(_analyze_one, sass=sass, selection=selection)
+        jobs = min(default_jobs() if jobs is None else max(1, jobs), len(self.work))
+        self.pool = None
+        self.futures: dict = {}
+        if jobs >= 2 and len(self.work) >= PARALLEL_FROM:
+            self._start(jobs)
+
+    def _start(self, jobs: int) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        # fork: the workers inherit the loaded rules (third-party ones included) and start in ms.
+        methods = multiprocessing.get_all_start_methods()
+        context = multiprocessing.get_context("fork" if "fork" in methods else None)
+        self.chunk_size = max(1, min(16, len(self.work) // (jobs * 4)))
+        try:
+            self.pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_gc)
+            # Every worker forks on the first submit, here; the work itself is handed out when the
+            # results are first asked for (a viewer draws its table before the workers compete).
+            self.pool.submit(int)
+        except OSError:  # no worker could start: all of it here
+            self.pool = None
+
+    def start(self) -> None:
+        """Hand the work to the workers (once; iterating does it too)."""
+        if self.pool is None or self.futures:
+            return
+        from concurrent.futures.process import BrokenProcessPool
+
+        size = self.chunk_size
+        try:
+            for at in range(0, len(self.work), size):
+                chunk = self.work[at:at + size]
+                self.futures[self.pool.submit(_analyze_chunk, [w for _, w in chunk], self.one)] = chunk
+        except (OSError, BrokenProcessPool, RuntimeError):
+            pass  # what was not handed out is analyzed in this process
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+
+    def __iter__(self) -> Iterator[tuple[int, KernelReport]]:
+        if self.pool is None:
+            yield from _collecting(lambda: [(i, self.one(w)) for i, w in self.work])
+            return
+        from concurrent.futures import as_completed
+        from concurrent.futures.process import BrokenProcessPool
+
+        self.start()
+        left = dict(self.futures)
+        handed = {i for chunk in left.values() for i, _ in chunk}
+        rest = [(i, w) for i, w in self.work if i not in handed]
+        try:
+            for future in as_completed(self.futures):
+                results = future.result()
+                yield from zip((i for i, _ in left.pop(future)), results)
+        except BrokenProcessPool:
+            rest += [item for chunk in left.values() for item in chunk]
+        finally:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+        if rest:
+            yield from _collecting(lambda: [(i, self.one(w)) for i, w in rest])
+
+
+def analyze_many(work: Sequence[Work], sass: bool, selection: RuleSelection,
+                 jobs: int | None = None) -> list[KernelReport]:
+    """analyze_kernel over many kernels, in worker processes when that pays; results in input order."""
+    done = dict(Analyses(list(enumerate(work)), sass, selection, jobs))
+    return [done[i] for i in range(len(work))]
+
+
+def _analyze_chunk(work: list[Work], one: Callable[[Work], KernelReport]) -> list[KernelReport]:
+    return [one(w) for w in work]
+
+
+# Analysis allocates a lot and frees most of it by reference counting; collecting cycles every
+# 700 allocations (Python's default) cost a fifth of a kernel's analysis time.
+ANALYSIS_GC_THRESHOLD = (100_000, 50, 100)
+
+
+def _worker_gc() -> None:
+    gc.freeze()  # what the worker inherited from the parent is never garbage
+    gc.set_threshold(*ANALYSIS_GC_THRESHOLD)
+    gc.enable()
+
+
+def _collecting(run: Callable[[], T]) -> T:
+    """Analysis in this process, with garbage collection on (parsers and graphs make cycles)
+    but at the analysis threshold; the caller's settings are restored after."""
+    enabled, threshold = gc.isenabled(), gc.get_threshold()
+    gc.set_threshold(*ANALYSIS_GC_THRESHOLD)
+    gc.enable()
+    try:
+        return run()
+    finally:
+        gc.set_threshold(*threshold)
+        if not enabled:
+            gc.disable()
+
+
+def _analyze_one(work: tuple[Kernel, tuple[Problem, ...], tuple[Launch, ...]], sass: bool,
+                 selection: RuleSelection) -> KernelReport:
+    kernel, problems, launches = work
+    try:
+        return analyze_kernel(kernel, problems, sass, selection, launches)
+    except Exception as exc:  # noqa: BLE001 - one kernel that breaks irscope must not cost the others
+        return failed_kernel(kernel, problems, launches, exc)
+
+
+def failed_kernel(kernel: Kernel, problems: Sequence[Problem], launches: Sequence[Launch],
+                  exc: BaseException) -> KernelReport:
+    """The report of a kernel whose analysis raised: the kernel is listed with an error naming
+    its directory and the exception; `--debug` (IRSCOPE_DEBUG=1) prints the traceback too."""
+    if debug_enabled():
+        import traceback
+
+        traceback.print_exception(type(exc), exc, exc.__traceback__)
+    where = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    problem = Problem(kernel.directory, f"irscope could not analyze {kernel.name} ({where[:300]}); this is "
+                      "irscope's bug, please report it (--debug shows the traceback)")
+    return KernelReport(kernel=kernel, resources=None, problems=tuple(problems) + (problem,), mix=(),
+                        occupancy=None, findings=(), layouts=None, launches=tuple(launches))
+
+
+def debug_enabled() -> bool:
+    """`irscope --debug` sets IRSCOPE_DEBUG=1, which worker processes inherit."""
+    return os.environ.get("IRSCOPE_DEBUG", "") not in ("", "0")
+
+
+def empty_report(roots: tuple[str, ...]) -> Report:
+    """A report of no kernels (a script run that compiled none)."""
+    return Report(irscope_version=__version__, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                  roots=roots, kernels=())
+
+
+def analyze_kernel(kernel: Kernel, problems: Sequence[Problem] = (), sass: bool = False,
+                   rules: RuleSelection | None = None, launches: Sequence[Launch] = ()) -> KernelReport:
+    # Each artifact read once for all the analyses below; the report keeps the digest of what was read.
+    with one_read_each() as digests:
+        report = _analyze(kernel, problems, sass, rules, launches)
+    artifacts = tuple(replace(a, digest=digests.get(a.path, a.digest)) for a in report.kernel.artifacts)
+    return replace(report, kernel=replace(report.kernel, artifacts=artifacts))
+
+
+def _analyze(kernel: Kernel, problems: Sequence[Problem], sass: bool, rules: RuleSelection | None,
+             launches: Sequence[Launch]) -> KernelReport:
+    # A TRITON_KERNEL_DUMP directory (or a broken json) leaves these to the IR itself.
+    if kernel.target is None or kernel.options.num_warps is None or kernel.triton_version is None:
+        ir = infer_from_ir(kernel)
+        if kernel.target is None and ir.target is not None:
+            kernel = replace(kernel, target=ir.target.value)
+        if kernel.options.num_warps is None and ir.num_warps is not None:
+            kernel = replace(kernel, options=replace(kernel.options, num_warps=ir.num_warps))
+        if kernel.triton_version is None and ir.triton_version is not None:
+            kernel = replace(kernel, triton_version=ir.triton_version)
+    resources, more = read_resources(kernel, kernel.target)
+    more = list(more) + shape_problems(kernel)  # a cut or non-IR .ttir/.llir, which nothing else here parses
+    assembly = read_assembly(kernel, sass=sass)
+    occupancy, unknown = kernel_occupancy(kernel, resources) if resources is not None else (None, [])
+    context = KernelContext(kernel, resources, assembly.programs, occupancy, launches)
+    # One CFG and loop analysis per function, for the mix and the rules alike.
+    mix = tuple(instruction_mix(p, fn, context.graph(p, fn)) if (fn := p.function()) else instruction_mix(p)
+                for p in assembly.programs)
+    # Layouts first: a TTGIR that cannot be read is then among the context's problems run_rules returns.
+    layouts = summarize(context.layout_facts) if context.layout_facts is not None else None
+    findings, rule_problems = run_rules(context, rules)
+    specialization = specialization_of(context.ttgir) if context.ttgir is not None else None
+    # dict.fromkeys: one broken file read by two analyses (the .amdgcn for resources and for the ISA) is one problem.
+    return KernelReport(kernel=kernel, resources=resources, problems=tuple(dict.fromkeys(tuple(problems) + tuple(more)
+                        + assembly.problems + tuple(unknown) + tuple(rule_problems))), mix=mix, occupancy=occupancy,
+                        findings=tuple(findings), layouts=layouts, launches=tuple(launches),
+                        specialization=specialization)
