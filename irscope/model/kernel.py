@@ -230,7 +230,7 @@ class KernelReport:
     layouts: LayoutSummary | None = None  # the TTGIR's conversions and LDS round trips
     launches: tuple[Launch, ...] = ()  # recorded by `irscope scan script.py`
     passes: PassTimeline | None = None  # from `irscope scan script.py --dump`
-    # The TTGIR's signature and dot tiles: what groups configs into families (irscope/render/family_model.py).
+    # The TTGIR's signature and dot tiles: what groups configs into families (irscope/model/families.py).
     specialization: Specialization | None = None
     # From `irscope scan script.py`: its constexprs and options, and the autotuners' choices of it (one a tuning key)
     config: CompiledConfig | None = None

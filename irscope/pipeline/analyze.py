@@ -168,7 +168,7 @@ def _say(message: str) -> None:
     """One line on stderr about how the run went (not a problem of its kernels)."""
     import sys
 
-    from irscope.render.safe import printable
+    from irscope.model.safe_text import printable
 
     print(f"irscope: {printable(message)}", file=sys.stderr)
 

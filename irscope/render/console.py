@@ -15,7 +15,7 @@ from rich.text import Text
 from irscope.model.kernel import KernelReport
 from irscope.render.cells import _instructions, _num, _registers, _v, short_key  # noqa: F401 (short_key: public here)
 from irscope.render.occupancy import occupancy_cell, short_step
-from irscope.render.safe import printable, printable_message, printable_name
+from irscope.model.safe_text import printable, printable_message, printable_name
 from irscope.render.table import Column, draw_table, wrapped
 from irscope.model.report import Report
 
@@ -129,7 +129,7 @@ def render(report: Report, console: Console, wide: bool = False, every_config: b
            sweep: bool = False, roots: SourceRoots | None = None) -> None:
     """The table of kernels, then (unless `every_config`, --all) one block per family of configs
     (irscope/render/families.py; `sweep`: every config a row), then the problems."""
-    from irscope.render.family_model import families
+    from irscope.model.families import families
     from irscope.render.families import family_blocks
 
     width = None if wide else console.width

@@ -58,7 +58,7 @@ def sarif_log(report: Report, base: str | os.PathLike | None = None, roots: Sour
 
 
 def sarif_text(report: Report, base: str | os.PathLike | None = None, roots: SourceRoots | None = None) -> str:
-    from irscope.render.safe import json_safe
+    from irscope.model.safe_text import json_safe
 
     return json_safe(json.dumps(sarif_log(report, base, roots), indent=1, ensure_ascii=False)) + "\n"
 
