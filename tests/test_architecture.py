@@ -82,6 +82,46 @@ RULE_IMPORTS_ALLOWED: frozenset[tuple[str, str]] = frozenset({
     ("irscope.rules.irs404_occupancy_one", "irscope.rules.irs402_vgprs_above_step"),
 })
 
+# Imports that still go up a layer, each with why it is not fixed yet (issue 24 left them for a later
+# change; test_the_allow_lists_are_not_stale says when one can go). Nothing else may be added here.
+UPWARD_ALLOWED: frozenset[tuple[str, str]] = frozenset({
+    # The parsers build the IR's data types (ir/mlir, ir/types, isa/model, ir/llvm_ir): those types belong
+    # in a layer below the parsers; a move of four modules (llvm_ir owned by the once-each part).
+    *{("irscope.parsers." + parser, "irscope." + types) for parser, types in (
+        ("amdgcn", "isa.model"), ("amdgcn", "ir.llvm_ir"), ("amdgcn_opcodes", "isa.model"),
+        ("isa_blocks", "isa.model"), ("llir", "ir.llvm_ir"), ("mlir_attributes", "ir.types"),
+        ("mlir_attributes", "ir.mlir"), ("mlir_attributes", "ir.layouts.params"), ("mlir_build", "ir.types"),
+        ("mlir_build", "ir.mlir"), ("mlir_parser", "ir.mlir"), ("mlir_syntax", "ir.mlir"), ("ptx", "isa.model"),
+        ("ptx", "ir.llvm_ir"), ("sass", "isa.model"), ("sass", "ir.llvm_ir"))},
+    # Artifact reading and report input use the parsers' ArtifactError and size limits (parsers/errors.py,
+    # limits.py, metadata.ALWAYS_KEYS): those belong in the model layer; not moved yet.
+    ("irscope.model.artifact_reader", "irscope.parsers.errors"),
+    ("irscope.model.artifact_reader", "irscope.parsers.limits"),
+    ("irscope.model.json_input", "irscope.parsers.errors"),
+    ("irscope.model.json_input", "irscope.parsers.limits"),
+    ("irscope.model.json_input", "irscope.parsers.metadata"),
+    # A family's "does not fit" message names the hardware's LDS/shared memory (occupancy's arch tables).
+    ("irscope.model.families", "irscope.occupancy.amd"),
+    ("irscope.model.families", "irscope.occupancy.nvidia"),
+    # Reading .s/.ptx resource directives lives in occupancy/resources.py; it belongs with the ISA readers.
+    ("irscope.ir.artifact_shape", "irscope.occupancy.resources"),
+    ("irscope.isa.assembly", "irscope.occupancy.resources"),
+    # Behaviour: a source checkout with no entry points falls back to the built-in rules (function level).
+    ("irscope.engine.selection", "irscope.rules"),
+    # The result index writes its database with the exports' atomic writer; belongs below the pipeline.
+    ("irscope.pipeline.result_index", "irscope.render.outputs"),
+    # The exports use the CLI's closed-stdout guard (owned by the CLI part of issue 24).
+    ("irscope.render.exports", "irscope.cli.closed_stdout"),
+})
+
+# Circles inside rules/ (owned by the rules part of issue 24): a component made only of these modules is
+# allowed until that part moves what they share into a rules/_*.py helper.
+CYCLES_ALLOWED: frozenset[frozenset[str]] = frozenset({
+    # (issue 24: moved by the rules part)
+    frozenset({"irscope.rules._barrier_causes", "irscope.rules._barrier_fixes",
+               "irscope.rules.irs202_barriers_per_iteration"}),
+})
+
 
 @dataclass(frozen=True)
 class Import:
@@ -207,7 +247,7 @@ def test_no_import_goes_up_a_layer():
             bad.append(f"{imp.where()}: {imp.importer} imports the deprecated alias {imp.imported}")
             continue
         low, high = effective_layer(imp.importer), effective_layer(imp.imported)
-        if high > low:
+        if high > low and (imp.importer, imp.imported) not in UPWARD_ALLOWED:
             bad.append(f"{imp.where()}: {imp.importer} (layer {low}) imports {imp.imported} (layer {high})"
                        + (" [TYPE_CHECKING]" if imp.type_checking else ""))
     assert not bad, "imports against the pipeline's direction:\n" + "\n".join(bad)
@@ -284,7 +324,7 @@ def test_no_import_cycles():
         if not imp.type_checking:
             graph[imp.importer].add(imp.imported)
             edges.setdefault((imp.importer, imp.imported), imp)
-    cycles = [c for c in _components(graph) if len(c) > 1]
+    cycles = [c for c in _components(graph) if len(c) > 1 and frozenset(c) not in CYCLES_ALLOWED]
     report = [f"cycle of {len(c)} modules ({', '.join(c)}):\n" + _cycle_path(graph, set(c), edges) for c in cycles]
     assert not cycles, "import cycles:\n" + "\n".join(report)
 
@@ -302,6 +342,16 @@ def test_no_rule_imports_another_rule():
     assert not bad, "rules importing rules:\n" + "\n".join(bad)
 
 
-def test_the_allow_list_is_not_stale():
+def test_the_allow_lists_are_not_stale():
     stale = RULE_IMPORTS_ALLOWED - _rule_imports()
     assert not stale, f"allowed rule imports that no longer exist (delete them): {sorted(stale)}"
+    upward = {(i.importer, i.imported) for i in ALL_IMPORTS if effective_layer(i.imported) > effective_layer(i.importer)
+              and i.importer not in FACES}
+    gone = sorted(UPWARD_ALLOWED - upward)
+    assert not gone, f"allowed upward imports that are gone (delete them): {gone}"
+    graph: dict[str, set[str]] = {m: set() for m in MODULES}
+    for imp in ALL_IMPORTS:
+        if not imp.type_checking:
+            graph[imp.importer].add(imp.imported)
+    components = {frozenset(c) for c in _components(graph) if len(c) > 1}
+    assert not CYCLES_ALLOWED - components, f"allowed cycles that are gone (delete them): {CYCLES_ALLOWED - components}"
