@@ -9,11 +9,10 @@ cache is analyzed on any machine.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
-from irscope.pipeline.harvester import HarvestError, harvest  # noqa: E402
-from irscope.pipeline.analyze import scan  # noqa: E402
-from irscope.model.report import Report, ReportError  # noqa: E402
-from irscope.api import load  # noqa: E402
+from irscope._version import __version__
+from irscope.pipeline.harvester import HarvestError, harvest
+from irscope.pipeline.analyze import scan
+from irscope.model.report import Report, ReportError
+from irscope.api import load
 
 __all__ = ["__version__", "harvest", "scan", "load", "Report", "HarvestError", "ReportError"]

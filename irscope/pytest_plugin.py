@@ -22,7 +22,7 @@ from irscope.engine.baseline import Baseline, BaselineError, Verdict, describe, 
 from irscope.model.findings import Finding
 from irscope.pipeline.harvester import HarvestError
 from irscope.model.kernel import AmdResources, KernelReport, NvidiaResources
-from irscope.render.safe import printable, printable_message, printable_name, shorten
+from irscope.model.safe_text import printable, printable_message, printable_name, shorten
 from irscope.model.report import Report, ReportError
 from irscope.engine.rule import Rule
 from irscope.engine.selection import RuleSelection

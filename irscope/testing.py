@@ -19,7 +19,7 @@ from typing import Iterable
 
 from irscope.api import selectors
 from irscope.model.kernel import KernelReport
-from irscope.render.safe import shorten
+from irscope.model.safe_text import shorten
 from irscope.model.report import Report
 from irscope.engine.selection import RuleSelection
 

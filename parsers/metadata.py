@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from irscope.model.kernel import Fact, KernelOptions, Origin, Target
 from irscope.parsers.errors import ArtifactError, decode_text
-from irscope.render.safe import surrogates_escaped
+from irscope.model.safe_text import surrogates_escaped
 
 
 @dataclass(frozen=True)

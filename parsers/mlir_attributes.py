@@ -134,7 +134,7 @@ class AttributeReader:
             return RawAttribute(raw)
         if raw in self._layouts:
             return self._layouts[raw]
-        from irscope.ir.layouts.encodings import build_layout
+        from irscope.ir.layouts.params import build_layout
 
         body = param.items
         params = self.dict_of(body[0]) if len(body) == 1 and isinstance(body[0], Group) and body[0].kind == "{" \

@@ -186,7 +186,7 @@ def _render_every_way(report) -> None:
     from rich.console import Console
 
     from irscope.render.console import render
-    from irscope.render.frames import findings_frame, kernels_frame
+    from irscope.model.frames import findings_frame, kernels_frame
     from irscope.render.markdown import scan_markdown
     from irscope.render.sarif import sarif_text
 

@@ -229,7 +229,7 @@ def test_csv_and_parquet_round_trip(corpus_roots, tmp_path):
     import pandas as pd
 
     from irscope.pipeline.analyze import scan
-    from irscope.render.frames import read_csv
+    from irscope.model.frames import read_csv
 
     roots = [str(r) for r in corpus_roots]
     assert main(["scan", *roots, "--csv", str(tmp_path / "k.csv"), "--parquet", str(tmp_path / "k.parquet"),
@@ -246,7 +246,7 @@ def test_csv_and_parquet_round_trip(corpus_roots, tmp_path):
 def test_csv_keeps_hostile_names(hostile_report, tmp_path):
     import pandas as pd
 
-    from irscope.render.frames import kernels_frame, read_csv
+    from irscope.model.frames import kernels_frame, read_csv
 
     kernels = list(hostile_report.kernels)
     i = next(i for i, kr in enumerate(kernels) if kr.kernel.name != HOSTILE)

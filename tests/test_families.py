@@ -12,7 +12,7 @@ from rich.cells import cell_len
 from rich.console import Console
 from test_tables_fit import WIDTHS, _check_fits, _parse
 
-from irscope.render.family_model import families
+from irscope.model.families import families
 from irscope.render.console import render, short_key
 from irscope.render.families import config_table, family_block
 

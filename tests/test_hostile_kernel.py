@@ -226,7 +226,7 @@ def test_hostile_input_option_beyond_int64_every_export_written(two_kernels, tmp
     # The json's num_warps ignored, the TTGIR's is used (ttg.num-warps); `shared` has no other source.
     assert gemm_report.kernel.options.num_warps.origin.path.endswith(".ttgir")
     assert gemm_report.kernel.options.shared is None
-    from irscope.render.frames import read_csv
+    from irscope.model.frames import read_csv
 
     frame = read_csv(tmp_path / "out" / "r.csv")
     gemm_row = frame[frame["name"] == "matmul_kernel"]
@@ -242,7 +242,7 @@ def test_hostile_input_int64_overflow_in_a_saved_report_still_makes_a_frame(two_
 
     from irscope.model.kernel import Fact, Origin
     from irscope.pipeline.analyze import scan
-    from irscope.render.frames import kernels_frame
+    from irscope.model.frames import kernels_frame
 
     cache, _ = two_kernels
     report = scan(cache, jobs=1)
@@ -281,7 +281,7 @@ def test_hostile_input_10mb_kernel_name_gives_a_bounded_console_report(two_kerne
 
 def test_hostile_input_10mb_name_quoted_in_a_problem_message_is_cut_too(two_kernels, capsys):
     """The NVIDIA kernel's cubin holds no kernel of the json's name, and the problem says so quoting
-    the name: a 10 MB message. Messages are cut in the middle past render.safe.MESSAGE_LIMIT as
+    the name: a 10 MB message. Messages are cut in the middle past model.safe_text.MESSAGE_LIMIT as
     names are (found by measuring issue 22 item 14 end to end: 10 MB printed)."""
     cache, _ = two_kernels
     spill = next(p for p in cache.iterdir() if any(p.glob("*.cubin")))

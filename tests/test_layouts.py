@@ -30,9 +30,10 @@ from irscope.ir.layouts.encodings import (
     Slice,
     SwizzledShared,
     UnknownLayout,
-    build_layout,
 )
-from irscope.ir.layouts.linear import LinearLayout, to_linear
+from irscope.ir.layouts.linear import LinearLayout
+from irscope.ir.layouts.params import build_layout
+from irscope.ir.layouts.to_linear import to_linear
 
 TTGIR = sorted(FIXTURES.rglob("*.ttgir"))
 

@@ -235,7 +235,7 @@ def hostile_cache(manifest, where, name: str):
 
 
 def test_hostile_kernel_name_is_escaped_in_test_ids_and_headers(pytester, manifest, tmp_path):
-    from irscope.render.safe import printable
+    from irscope.model.safe_text import printable
 
     cache = hostile_cache(manifest, tmp_path, HOSTILE_NAME)
     gone = {"kernel": HOSTILE_NAME, "arch": "gfx942", "code": "IRS101", "where": "x.py:1", "count": 1}

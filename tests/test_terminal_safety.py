@@ -30,7 +30,7 @@ import pytest
 from conftest import copy_tree, kernel_dirs
 
 from irscope.cli.main import main
-from irscope.render.safe import printable
+from irscope.model.safe_text import printable
 
 ESCAPES = " \x1b[31mRED\x1b]0;TITLE\x07 \r\b\x9b2J\u202eRTL"
 KERNEL = "[bold red]kernel[/]" + ESCAPES

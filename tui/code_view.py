@@ -15,7 +15,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from irscope.render.safe import printable
+from irscope.model.safe_text import printable
 from irscope.tui.highlight import highlighter_for
 
 _NUMBER = Style(color="grey50")

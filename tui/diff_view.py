@@ -19,7 +19,7 @@ from irscope.model.kernel import KernelReport
 from irscope.render.console import short_key
 from irscope.render.diff import _stage_text as stage_text  # as `irscope diff --stage` prints it
 from irscope.render.diff import pair_details
-from irscope.render.safe import printable, printable_name
+from irscope.model.safe_text import printable, printable_name
 from irscope.model.report import Report
 from irscope.diff.stage import STAGES
 

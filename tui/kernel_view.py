@@ -20,7 +20,7 @@ from textual.widgets.option_list import Option
 from irscope.ir.line_map import LineMap, line_map
 from irscope.model.kernel import KernelReport, Problem
 from irscope.parsers.errors import ArtifactError
-from irscope.render.safe import printable, printable_message, shorten
+from irscope.model.safe_text import printable, printable_message, shorten
 from irscope.tui.code_view import CodeView
 from irscope.tui.panels import LayoutPanel, OccupancyPanel
 from irscope.tui.passes_view import PassesPanel

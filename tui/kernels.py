@@ -17,7 +17,7 @@ from textual.widgets import Footer, Input, Static
 
 from irscope.model.kernel import KernelReport
 from irscope.render.console import COLUMNS, KEY_COLUMN, kernel_row, short_key, sort_key
-from irscope.render.safe import printable, shorten
+from irscope.model.safe_text import printable, shorten
 from irscope.render.table import Column
 from irscope.model.report import Report
 from irscope.tui.kernel_table import KernelTable

@@ -11,7 +11,7 @@ from irscope.model.kernel import KernelReport, Origin
 from irscope.occupancy.calculator import Input as OccupancyInput
 from irscope.occupancy.calculator import occupancy_for
 from irscope.render.occupancy import occupancy_table
-from irscope.render.safe import printable
+from irscope.model.safe_text import printable
 
 # Where a what-if value came from here (the CLI's occupancy.WHAT_IF says "given on the command line").
 TYPED_HERE = Origin("what-if", None, "typed here")

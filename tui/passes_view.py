@@ -22,7 +22,7 @@ from textual.widgets.option_list import Option
 from irscope.model.kernel import KernelReport
 from irscope.parsers.errors import ArtifactError
 from irscope.ir.pass_timeline import PassTimeline, dump_lines, pass_change
-from irscope.render.safe import printable, shorten
+from irscope.model.safe_text import printable, shorten
 from irscope.tui.code_view import CodeView
 
 DIFF_STYLES = {"+": Style(color="green"), "-": Style(color="red"), "@": Style(color="cyan")}

@@ -224,7 +224,7 @@ def _cmd_occupancy(args: argparse.Namespace) -> int:
     from irscope.occupancy.calculator import kernel_occupancy, occupancy_for
     from irscope.pipeline.analyze import scan
     from irscope.render.occupancy import occupancy_table
-    from irscope.render.safe import shorten
+    from irscope.model.safe_text import shorten
     from irscope.model.serde import to_data
 
     what_if = _what_if(args)
@@ -521,7 +521,7 @@ def _cmd_rules(args: argparse.Namespace) -> int:
     from rich.table import Table
     from rich.text import Text
 
-    from irscope.render.safe import printable
+    from irscope.model.safe_text import printable
     from irscope.engine.selection import load_rules
 
     table = Table(header_style="bold")
@@ -676,7 +676,7 @@ def _cmd_runs(args: argparse.Namespace) -> int:
 def _cmd_cache(args: argparse.Namespace) -> int:
     from irscope.pipeline.index_db import ENV_MAX_SIZE, clear_index, index_info
     from irscope.parsers.limits import format_size
-    from irscope.render.safe import printable
+    from irscope.model.safe_text import printable
     from irscope.pipeline.result_index import default_index_dir
 
     directory = default_index_dir()
@@ -706,6 +706,6 @@ def _console():
 
 def _error(message: str) -> None:
     # Plain print: a path in a message must not be wrapped, styled or read as markup.
-    from irscope.render.safe import printable_message
+    from irscope.model.safe_text import printable_message
 
     print(f"irscope: {printable_message(message)}", file=sys.stderr)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import Callable, Mapping
 
-from irscope import __version__
+from irscope._version import __version__
 
 
 def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) -> argparse.ArgumentParser:

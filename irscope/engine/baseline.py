@@ -63,7 +63,7 @@ class Baseline:
 
     def to_json(self) -> str:
         """One entry a line, sorted, and no timestamp: a regenerated baseline diffs only where findings did."""
-        from irscope.render.safe import json_safe
+        from irscope.model.safe_text import json_safe
 
         entries = [json_safe(json.dumps({**dict(zip(KEY_FIELDS, key)), "count": self.counts[key],
                                          "message": self.messages.get(key, "")}, ensure_ascii=False))

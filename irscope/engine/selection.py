@@ -11,7 +11,6 @@ sets the defaults; the command line adds to them.
 from __future__ import annotations
 
 import fnmatch
-import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -21,14 +20,9 @@ from irscope.model.findings import SEVERITIES, Finding
 from irscope.model.kernel import Problem
 from irscope.engine.rule import Rule
 from irscope.engine.context import KernelContext
+from irscope.model.project_config import CONFIG_KEYS, RuleConfigError, config_table  # noqa: F401 (public here)
 
 ENTRY_POINT_GROUP = "irscope.rules"
-CONFIG_KEYS = frozenset({"select", "ignore", "per-kernel-ignores", "regression", "regression-severity",
-                         "source-roots"})  # irscope/ir/source_roots.py
-
-
-class RuleConfigError(ValueError):
-    """A bad selector or `[tool.irscope]` table; the message names the file or the flag."""
 
 
 @lru_cache(maxsize=1)
@@ -112,36 +106,9 @@ def _best(selectors: Iterable[str], rule: type[Rule] | Finding) -> int:
     return max(lengths, default=-1)
 
 
-def config_table(start: Path | None = None) -> tuple[dict, str] | None:
-    """(`[tool.irscope]`, its pyproject.toml) from the nearest one at or above `start` (default: cwd)."""
-    for directory in [p := (start or Path.cwd()).resolve(), *p.parents]:
-        pyproject = directory / "pyproject.toml"
-        if pyproject.is_file():
-            table = _tool_table(pyproject)
-            if table is not None:
-                unknown = set(table) - CONFIG_KEYS
-                if unknown:
-                    raise RuleConfigError(f"{pyproject}: [tool.irscope] has unknown key(s) {sorted(unknown)}; "
-                                          f"known: {sorted(CONFIG_KEYS)}")
-                return table, str(pyproject)
-    return None
-
-
 def load_config(start: Path | None = None) -> RuleSelection:
     found = config_table(start)
     return _selection_from(*found) if found else RuleSelection()
-
-
-def _tool_table(pyproject: Path) -> dict | None:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
-    try:
-        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise RuleConfigError(f"{pyproject}: cannot read: {exc}") from None
-    return data.get("tool", {}).get("irscope")
 
 
 def _selection_from(table: dict, source: str) -> RuleSelection:

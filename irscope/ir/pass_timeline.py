@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
+from irscope.model.pass_timeline import Origin, PassStep, PassTimeline
 from irscope.parsers.mlir_dump import DumpKernel, MlirDump
 
 LOWERING = re.compile(r"^Convert\w*(TritonGPU|TritonAMDGPU|TritonNVIDIAGPU)ToLLVM$|^ConvertTritonGPUToLLVM")
@@ -26,46 +27,6 @@ _FILE_LINE = re.compile(r'"([^"]+)":(\d+):\d+')
 _OP = re.compile(r"(?:ttg|triton_gpu)\.(convert_layout|local_alloc)\b")
 _TRAILING_LOC = re.compile(r"\s+loc\((#loc\d*|[^()]*(?:\([^()]*\))*[^()]*)\)\s*$")
 _ALIAS_REF = re.compile(r"#[A-Za-z_][\w.$-]*")
-
-
-@dataclass(frozen=True)
-class PassStep:
-    index: int
-    name: str
-    anchor: str
-    symbol: str | None
-    header_line: int
-    changed: bool | None  # None for the last pass: no dump after it
-    first_line: int | None = None  # the IR before this pass: these lines of the dump
-    last_line: int | None = None
-
-
-@dataclass(frozen=True)
-class Origin:
-    """A convert_layout or local_alloc of the final TTGIR and the pass that introduced it."""
-
-    op: str  # "convert_layout" or "local_alloc"
-    types: str  # "tensor<...> -> tensor<...>" with layouts spelled out
-    python_line: int | None
-    count: int  # how many such ops the final TTGIR has
-    introduced_by: str  # the pass name
-    pass_index: int
-    dump_line: int  # the line in the dump of that pass's header
-
-
-@dataclass(frozen=True)
-class PassTimeline:
-    path: str
-    kernel: str | None
-    passes: tuple[PassStep, ...]
-    final_ttgir: int | None  # index of the pass whose "before" dump is the final TTGIR
-    origins: tuple[Origin, ...]
-    num_warps: int | None = None  # from the final TTGIR's module attributes: which compile it was
-    shared: int | None = None
-
-    @property
-    def changed(self) -> tuple[str, ...]:
-        return tuple(p.name for p in self.passes if p.changed)
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,7 @@ def load_source_roots(dirs: tuple[str, ...] | list[str] = (), start: Path | None
     """The roots of `--source DIR...` and of `[tool.irscope] source-roots` in the nearest pyproject.toml at
     or above `start` (default: cwd). The base is the first DIR, else that pyproject.toml's directory when
     it has source-roots, else the current directory. A bad table raises RuleConfigError naming the file."""
-    from irscope.engine.selection import RuleConfigError, config_table
+    from irscope.model.project_config import RuleConfigError, config_table
 
     dirs = tuple(os.path.abspath(d) for d in dirs)
     prefixes: tuple[tuple[str, str], ...] = ()

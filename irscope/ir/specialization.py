@@ -3,47 +3,21 @@
 Triton compiles one kernel per specialization: the argument types with the facts the JIT proved
 about them (`tt.divisibility`, `tt.pointer_range`), the constexprs (folded into tensor shapes and
 constants) and the compile options. Configs of one autotuned kernel share the signature and differ
-in constexprs and options; kernel families (irscope/render/family_model.py) group them by it. A `tt.dot`'s
+in constexprs and options; kernel families (irscope/model/families.py) group them by it. A `tt.dot`'s
 operand shapes give the config's tile, M x N x K, with the TTGIR line it was read from.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from irscope.ir.mlir import DOT_OPS, MlirModule
-from irscope.model.kernel import Origin
+from irscope.model.facts import Origin
+from irscope.model.specialization import Specialization, Tile  # noqa: F401 (public here)
 
 _FUNC = re.compile(r"tt\.func\s+(?:public\s+)?@[\w$.]+\((.*?)\)\s*(?:attributes|\{|loc)", re.S)
 _ARG_ATTR = re.compile(r"(tt\.divisibility|tt\.pointer_range)\s*=\s*(\d+)")
 _LOC = re.compile(r"\s*loc\([^()]*(?:\([^()]*\)[^()]*)*\)")
-
-
-@dataclass(frozen=True)
-class Tile:
-    """One dot's shape: the result is M x N, the first operand M x K."""
-
-    m: int
-    n: int
-    k: int
-    origin: Origin
-
-    def __str__(self) -> str:
-        return f"{self.m}x{self.n}x{self.k}"
-
-
-@dataclass(frozen=True)
-class Specialization:
-    signature: str  # the kernel's arguments as `type{facts}`, comma-separated; "" when unread
-    tiles: tuple[Tile, ...] = ()  # each distinct dot shape, first seen first
-
-    @property
-    def tile(self) -> str | None:
-        """The config's tile as a table shows it: the first dot's, `+` when the kernel has more shapes."""
-        if not self.tiles:
-            return None
-        return str(self.tiles[0]) + ("+" if len(self.tiles) > 1 else "")
 
 
 def function_signature(text: str) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...] | None:

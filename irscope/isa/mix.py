@@ -10,56 +10,14 @@ diff can show `global_store_short` becoming `global_store_dwordx4` as a row movi
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 from irscope.isa.model import Instruction, IsaFunction, IsaProgram
+from irscope.model.instruction_mix import InstructionMix, LineMix, MixRow  # noqa: F401 (public here)
 from irscope.model.line_ranges import LineRanges
 
 if TYPE_CHECKING:
     from irscope.isa.graph import FunctionGraph
-
-
-@dataclass(frozen=True)
-class MixRow:
-    kind: str
-    detail: str  # "global:16B", "lds:8Bx2", "mfma 32x32x8 f16", or "" when the kind says it all
-    in_loop: bool
-    count: int
-    lines: LineRanges  # artifact lines of the counted instructions
-
-
-@dataclass(frozen=True)
-class LineMix:
-    """What one Python source line became."""
-
-    file: str
-    line: int
-    counts: Mapping[str, int]  # kind -> count, most first
-    lines: LineRanges  # artifact lines
-
-
-@dataclass(frozen=True)
-class InstructionMix:
-    path: str
-    isa: str
-    function: str
-    total: int
-    loops: int  # natural loops in the function's control flow
-    rows: tuple[MixRow, ...]
-    python_lines: tuple[LineMix, ...]
-
-    def count(self, kind: str | None = None, in_loop: bool | None = None, detail: str | None = None) -> int:
-        return sum(r.count for r in self.rows if (kind is None or r.kind == kind)
-                   and (in_loop is None or r.in_loop == in_loop) and (detail is None or r.detail == detail))
-
-    def details(self, kind: str) -> dict[str, int]:
-        """detail -> count for one kind, loops and outside together: {"global:16B": 8, ...}."""
-        out: dict[str, int] = defaultdict(int)
-        for r in self.rows:
-            if r.kind == kind:
-                out[r.detail] += r.count
-        return dict(out)
 
 
 def detail_of(instr: Instruction) -> str:

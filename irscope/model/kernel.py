@@ -9,9 +9,17 @@ file, line, and what on that line) it was read from.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Generic, Literal, Mapping, TypeVar
+from typing import Literal, Mapping
 
-T = TypeVar("T")
+from irscope.model.facts import Fact, Origin, T  # noqa: F401 (T: public here)
+from irscope.model.findings import Finding
+from irscope.model.instruction_mix import InstructionMix
+from irscope.model.launches import AutotuneChoice, CompiledConfig, Launch
+from irscope.model.layout_summary import LayoutSummary
+from irscope.model.occupancy_result import KernelOccupancy
+from irscope.model.pass_timeline import PassTimeline
+from irscope.model.specialization import Specialization
+
 
 # Triton's own stage names (triton/backends/*/compiler.py add_stages), in pipeline order,
 # plus the metadata json. The value is the file extension in a cache directory.
@@ -19,27 +27,6 @@ STAGES: tuple[str, ...] = (
     "source", "ttir", "ttgir", "llir", "amdgcn", "hsaco", "ptx", "cubin", "json",
 )
 TEXT_STAGES = frozenset({"source", "ttir", "ttgir", "llir", "amdgcn", "ptx", "json"})
-
-
-@dataclass(frozen=True)
-class Origin:
-    """Where a value was read: a file, a 1-based line when the file is text, and what."""
-
-    path: str
-    line: int | None = None
-    detail: str | None = None
-
-    def __str__(self) -> str:
-        where = self.path if self.line is None else f"{self.path}:{self.line}"
-        return f"{where} ({self.detail})" if self.detail else where
-
-
-@dataclass(frozen=True)
-class Fact(Generic[T]):
-    """A value and the artifact line it came from."""
-
-    value: T
-    origin: Origin
 
 
 @dataclass(frozen=True)
@@ -230,7 +217,7 @@ class KernelReport:
     layouts: LayoutSummary | None = None  # the TTGIR's conversions and LDS round trips
     launches: tuple[Launch, ...] = ()  # recorded by `irscope scan script.py`
     passes: PassTimeline | None = None  # from `irscope scan script.py --dump`
-    # The TTGIR's signature and dot tiles: what groups configs into families (irscope/render/family_model.py).
+    # The TTGIR's signature and dot tiles: what groups configs into families (irscope/model/families.py).
     specialization: Specialization | None = None
     # From `irscope scan script.py`: its constexprs and options, and the autotuners' choices of it (one a tuning key)
     config: CompiledConfig | None = None
@@ -239,13 +226,3 @@ class KernelReport:
     @property
     def ok(self) -> bool:
         return not any(p.severity == "error" for p in self.problems)
-
-
-# At the end: these modules import the model classes above.
-from irscope.isa.mix import InstructionMix  # noqa: E402
-from irscope.occupancy.calculator import KernelOccupancy  # noqa: E402
-from irscope.model.findings import Finding  # noqa: E402
-from irscope.ir.layouts.summary import LayoutSummary  # noqa: E402
-from irscope.model.launches import AutotuneChoice, CompiledConfig, Launch  # noqa: E402
-from irscope.ir.pass_timeline import PassTimeline  # noqa: E402
-from irscope.ir.specialization import Specialization  # noqa: E402

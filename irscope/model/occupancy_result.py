@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
+
+from irscope.model.facts import Origin
 
 
 @dataclass(frozen=True)
@@ -71,3 +74,40 @@ def occupancy_of(arch: str, unit: str, warps_per_group: int, max_active: int, pe
     waves = groups * warps_per_group
     active = max(waves // per, 1) if waves else 0
     return Occupancy(arch, unit, active, max_active, groups, limits, limiters, min(waves, per), per, waves)
+
+
+# What a step changes: a relievable resource, or num_warps. A Literal, so a saved report naming
+# anything else is malformed when read (irscope/model/serde.py), not a KeyError in a renderer.
+StepName = Literal["vgprs", "sgprs", "lds", "registers", "shared", "barriers", "warps"]
+
+
+@dataclass(frozen=True)
+class Input:
+    """One number occupancy was computed from, and the artifact line (or what-if) it came from."""
+
+    name: str
+    value: int
+    origin: Origin
+
+
+@dataclass(frozen=True)
+class Step:
+    """One change that alone reaches the next occupancy step: `name` down to `to` (warps: set to)."""
+
+    name: StepName
+    now: int
+    to: int
+    active: int  # occupancy after the change, in the Occupancy's unit
+    hint: str
+    also: tuple[str, ...] = ()  # other limiting inputs that must be relieved too (each has its own step)
+
+
+@dataclass(frozen=True)
+class KernelOccupancy:
+    occupancy: Occupancy
+    inputs: tuple[Input, ...]
+    steps: tuple[Step, ...] = ()
+    notes: tuple[str, ...] = ()  # why irscope differs from the compiler's own figure, and similar
+
+    def input(self, name: str) -> int | None:
+        return next((i.value for i in self.inputs if i.name == name), None)

@@ -50,8 +50,8 @@ class Report:
 
     def to_json(self, indent: int | None = None) -> str:
         """Every kernel, and the families they form (derived, so a loaded report recomputes them)."""
-        from irscope.render.family_model import families
-        from irscope.render.safe import json_safe
+        from irscope.model.families import families
+        from irscope.model.safe_text import json_safe
 
         data = to_data(self)
         data["families"] = to_data(families(self.kernels))
@@ -98,16 +98,16 @@ class Report:
             raise ReportError(f"{path}: cannot read report: {exc}") from None
         return cls.from_json(text, str(path), artifacts)
 
-    # pandas is imported on first use only (irscope/render/frames.py; columns in docs/exports.md).
+    # pandas is imported on first use only (irscope/model/frames.py; columns in docs/exports.md).
     def to_frame(self):
         """One row per kernel: the console table's facts as typed pandas columns."""
-        from irscope.render.frames import kernels_frame
+        from irscope.model.frames import kernels_frame
 
         return kernels_frame(self)
 
     def findings_frame(self):
         """One row per finding."""
-        from irscope.render.frames import findings_frame
+        from irscope.model.frames import findings_frame
 
         return findings_frame(self)
 

@@ -126,11 +126,11 @@ def _model_origin() -> type:
 
 
 def report_schema() -> dict:
-    from irscope.render.family_model import Family
+    from irscope.model.families import Family
 
     builder = _Builder()
     top = builder.object_schema(Report, tagged=False)
-    # Derived when written (irscope/render/family_model.py), ignored when read: not required.
+    # Derived when written (irscope/model/families.py), ignored when read: not required.
     top["properties"]["families"] = {"type": "array", "items": builder.ref(Family),
                                      "description": "the kernels grouped into families of autotune configs"}
     return {

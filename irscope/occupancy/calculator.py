@@ -9,13 +9,13 @@ input with a number the user gives (`irscope occupancy ... --vgprs 160`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Callable, Literal, Mapping
+from dataclasses import replace
+from typing import Callable, Mapping
 
 from irscope.model.kernel import AmdResources, Fact, Kernel, NvidiaResources, Origin, Problem, Resources
 from irscope.occupancy.amd import AMD_ARCHES, align_to, amd_occupancy, waves_for_sgprs, waves_for_vgprs
 from irscope.occupancy.nvidia import nvidia_arch, nvidia_occupancy, triton_max_dynamic_shared
-from irscope.model.occupancy_result import Occupancy
+from irscope.model.occupancy_result import Input, KernelOccupancy, Occupancy, Step, StepName  # noqa: F401 (public here)
 
 WHAT_IF = Origin("what-if", None, "given on the command line")
 # The input that relieves each limiting resource; slot limits are changed through num_warps.
@@ -23,41 +23,6 @@ RELIEF = {"vgpr": "vgprs", "sgpr": "sgprs", "lds": "lds", "registers": "register
           "barriers": "barriers"}
 WARP_CHOICES = (1, 2, 4, 8, 16, 32)
 MAX_WORKGROUP_THREADS = 1024  # AMD and NVIDIA alike (occupancy.md §1, §2)
-# What a step changes: a relievable resource, or num_warps. A Literal, so a saved report naming
-# anything else is malformed when read (irscope/model/serde.py), not a KeyError in a renderer.
-StepName = Literal["vgprs", "sgprs", "lds", "registers", "shared", "barriers", "warps"]
-
-
-@dataclass(frozen=True)
-class Input:
-    """One number occupancy was computed from, and the artifact line (or what-if) it came from."""
-
-    name: str
-    value: int
-    origin: Origin
-
-
-@dataclass(frozen=True)
-class Step:
-    """One change that alone reaches the next occupancy step: `name` down to `to` (warps: set to)."""
-
-    name: StepName
-    now: int
-    to: int
-    active: int  # occupancy after the change, in the Occupancy's unit
-    hint: str
-    also: tuple[str, ...] = ()  # other limiting inputs that must be relieved too (each has its own step)
-
-
-@dataclass(frozen=True)
-class KernelOccupancy:
-    occupancy: Occupancy
-    inputs: tuple[Input, ...]
-    steps: tuple[Step, ...] = ()
-    notes: tuple[str, ...] = ()  # why irscope differs from the compiler's own figure, and similar
-
-    def input(self, name: str) -> int | None:
-        return next((i.value for i in self.inputs if i.name == name), None)
 
 
 def kernel_occupancy(kernel: Kernel, resources: Resources | None,

@@ -12,7 +12,7 @@ from pathlib import Path
 from datetime import datetime, timezone
 from typing import Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
-from irscope import __version__
+from irscope._version import __version__
 from irscope.model.artifact_reader import one_read_each
 from irscope.isa.assembly import read_assembly
 from irscope.pipeline.harvester import harvest
@@ -168,7 +168,7 @@ def _say(message: str) -> None:
     """One line on stderr about how the run went (not a problem of its kernels)."""
     import sys
 
-    from irscope.render.safe import printable
+    from irscope.model.safe_text import printable
 
     print(f"irscope: {printable(message)}", file=sys.stderr)
 

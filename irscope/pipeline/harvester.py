@@ -31,7 +31,7 @@ from irscope.model.json_input import OTHER, REPORT, json_kind, not_an_input
 from irscope.model.kernel import STAGES, Artifact, Fact, Kernel, KernelOptions, Origin, Problem, Skipped
 from irscope.parsers.errors import ArtifactError
 from irscope.parsers.metadata import parse_metadata
-from irscope.render.safe import has_surrogates
+from irscope.model.safe_text import has_surrogates
 
 _STAGE_OF_EXT = {stage: stage for stage in STAGES}
 _STAGE_ORDER = {stage: i for i, stage in enumerate(STAGES)}

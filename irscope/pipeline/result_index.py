@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-from irscope import __version__
+from irscope._version import __version__
 from irscope.pipeline.index_db import IndexDatabase, clear_index, index_info  # noqa: F401  (the CLI's cache command)
 from irscope.model.kernel import Kernel, KernelReport
 from irscope.parsers.errors import ArtifactError
@@ -88,13 +88,13 @@ def salt_for(rules: Sequence[type], options: str = "") -> str:
 def salted_sources() -> list[str]:
     """Every file of irscope's code that can change a result: each .py (and the MLIR grammar) of
     irscope and its subpackages, irscope.parsers and irscope.rules. The TUI only shows results."""
-    import irscope
     import irscope.parsers
     import irscope.rules
 
+    # irscope's own folder is this module's grandparent (importing the irscope face here would be circular).
+    folders = [str(Path(__file__).parent.parent), *irscope.parsers.__path__, *irscope.rules.__path__]
     found = []
-    for package in (irscope, irscope.parsers, irscope.rules):  # irscope's own subpackages, render included
-        for directory in package.__path__:
+    for directory in folders:  # irscope's own subpackages, render included
             found += sorted(str(p) for pattern in ("*.py", "*.lark") for p in Path(directory).rglob(pattern)
                             if "__pycache__" not in p.parts and Path(directory, "tui") not in p.parents)
     return found

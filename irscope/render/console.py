@@ -12,52 +12,16 @@ from typing import TYPE_CHECKING, Sequence
 from rich.console import Console
 from rich.text import Text
 
-from irscope.model.kernel import AmdResources, Fact, KernelReport, NvidiaResources
+from irscope.model.kernel import KernelReport
+from irscope.render.cells import _instructions, _num, _registers, _v, short_key  # noqa: F401 (short_key: public here)
 from irscope.render.occupancy import occupancy_cell, short_step
-from irscope.render.safe import printable, printable_message, printable_name
+from irscope.model.safe_text import printable, printable_message, printable_name
 from irscope.render.table import Column, draw_table, wrapped
 from irscope.model.report import Report
 
 if TYPE_CHECKING:
     from irscope.model.findings import Finding
     from irscope.ir.source_roots import SourceRoots
-
-
-def _v(fact: Fact | None) -> int | None:
-    return None if fact is None else fact.value
-
-
-def _num(value: int | None) -> str:
-    return "-" if value is None else f"{value:,}"
-
-
-def _registers(r: KernelReport) -> tuple[str, str, str, str]:
-    """(registers, SGPRs, spills, scratch/local) cells for one kernel."""
-    res = r.resources
-    if isinstance(res, AmdResources):
-        total, agpr = _v(res.vgpr_total), _v(res.agpr)
-        arch = _v(res.vgpr_arch)
-        regs = _num(total)
-        if agpr and total is not None:
-            regs += f" ({arch if arch is not None else total - agpr}v+{agpr}a)"
-        spills = [s for s in (_v(res.vgpr_spill), _v(res.sgpr_spill)) if s is not None]
-        spill = "-" if not spills else (
-            "0" if not any(spills) else f"{_num(_v(res.vgpr_spill))}v {_num(_v(res.sgpr_spill))}s")
-        return regs, _num(_v(res.sgpr)), spill, _num(_v(res.scratch_bytes))
-    if isinstance(res, NvidiaResources):
-        local = res.local_memory_bytes
-        # Spills live in the stack frame; Triton reports n_spills = local memory bytes / 4.
-        spill = "-" if local is None else f"{local // 4:,}"
-        return _num(_v(res.registers)), "", spill, _num(local)
-    return "-", "-", "-", "-"
-
-
-def _instructions(r: KernelReport) -> str:
-    """Instructions of the first assembly read (AMDGCN or PTX), and how many sit in loops."""
-    if not r.mix:
-        return "-"
-    mix = r.mix[0]
-    return f"{mix.total:,} ({mix.count(in_loop=True):,})"
 
 
 COLUMNS = (Column("kernel", shrink=True, min_width=12), Column("arch", min_width=7), Column("triton"),
@@ -72,11 +36,6 @@ CONSOLE_ORDER = ("kernel", "key", "arch", "status", "occupancy", "VGPR/regs", "s
 KEY_COLUMN = Column("key", keep=True)
 _BY_NAME = {c.name: i for i, c in enumerate(COLUMNS)}
 CONSOLE_COLUMNS = tuple(KEY_COLUMN if n == "key" else COLUMNS[_BY_NAME[n]] for n in CONSOLE_ORDER)
-
-
-def short_key(key: str) -> str:
-    """The first 8 characters of a kernel's cache directory (its hash): enough to tell configs apart."""
-    return key.rstrip("/").rsplit("/", 1)[-1][:8]
 
 
 def sort_key(r: KernelReport) -> tuple:
@@ -170,7 +129,7 @@ def render(report: Report, console: Console, wide: bool = False, every_config: b
            sweep: bool = False, roots: SourceRoots | None = None) -> None:
     """The table of kernels, then (unless `every_config`, --all) one block per family of configs
     (irscope/render/families.py; `sweep`: every config a row), then the problems."""
-    from irscope.render.family_model import families
+    from irscope.model.families import families
     from irscope.render.families import family_blocks
 
     width = None if wide else console.width

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from irscope.diff.compare import Change, DiffReport, PairDiff
 from irscope.render.console import short_key
-from irscope.render.safe import printable, printable_message, printable_name
+from irscope.model.safe_text import printable, printable_message, printable_name
 from irscope.render.table import Column, draw_table
 
 STYLE = {"better": "green", "worse": "red", "changed": "yellow", "same": "dim"}

@@ -15,7 +15,7 @@ import sys
 from typing import Iterable
 
 from irscope.render.outputs import check_outputs, write_text, written
-from irscope.render.safe import printable, surrogates_escaped
+from irscope.model.safe_text import printable, surrogates_escaped
 
 STDOUT = "-"
 SCAN_EXPORTS = ("json", "sarif", "csv", "parquet", "markdown")
@@ -70,7 +70,7 @@ def check(args: argparse.Namespace, names: tuple[str, ...] = SCAN_EXPORTS, roots
 
 def output_files(given: dict[str, str]) -> list[str]:
     """Every file the flags write: --csv and --parquet write FILE-findings beside FILE."""
-    from irscope.render.frames import findings_path
+    from irscope.model.frames import findings_path
 
     files = []
     for name, value in given.items():
@@ -113,7 +113,7 @@ def write_scan(report, args: argparse.Namespace) -> bool:
 
         _write(args.sarif, sarif_text(report, roots=roots))
     if args.csv or args.parquet:
-        from irscope.render.frames import findings_frame, findings_path, kernels_frame
+        from irscope.model.frames import findings_frame, findings_path, kernels_frame
 
         kernels, findings = kernels_frame(report), findings_frame(report)
         if args.csv:

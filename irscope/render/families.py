@@ -12,11 +12,11 @@ from typing import Mapping, Sequence
 from rich.cells import cell_len
 from rich.text import Text
 
-from irscope.render.family_model import Family, SharedFinding
+from irscope.model.families import Family, SharedFinding
 from irscope.model.kernel import KernelReport
-from irscope.render.console import _instructions, _registers, short_key
+from irscope.render.cells import _instructions, _registers, short_key
 from irscope.render.occupancy import occupancy_cell
-from irscope.render.safe import printable, printable_message, printable_name
+from irscope.model.safe_text import printable, printable_message, printable_name
 from irscope.render.table import Column, draw_table, middle_ellipsis, wrapped
 from irscope.ir.source_roots import SourceRoots
 

@@ -3,7 +3,7 @@
 Nothing from an artifact is interpreted: kernel names, keys and paths are code spans (no
 emphasis, links, HTML, mentions or emoji inside them), and prose from the rules, which quotes
 artifacts, is backslash-escaped with `<`, `>` and `&` as entities. Control characters and line
-breaks are shown as `\\xNN` (irscope/render/safe.py), so no value can end a table row.
+breaks are shown as `\\xNN` (irscope/model/safe_text.py), so no value can end a table row.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from collections import Counter
 from irscope.diff.compare import DiffReport, PairDiff
 from irscope.model.findings import SEVERITIES
 from irscope.model.kernel import KernelReport
-from irscope.render.frames import kernel_record
+from irscope.model.frames import kernel_record
 from irscope.render.occupancy import occupancy_cell
-from irscope.render.safe import printable, shorten
+from irscope.model.safe_text import printable, shorten
 from irscope.model.report import Report
 
 # CommonMark can escape any ASCII punctuation; these start emphasis, code, links, images, table

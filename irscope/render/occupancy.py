@@ -11,25 +11,9 @@ from rich.text import Text
 
 from irscope.occupancy.calculator import KernelOccupancy
 from irscope.model.occupancy_result import UNBOUNDED
-from irscope.render.safe import NAME_LIMIT, printable, printable_name
+from irscope.model.safe_text import NAME_LIMIT, printable, printable_name
 from irscope.render.table import middle_ellipsis
-
-STEP_LABELS = {"vgprs": "VGPR", "sgprs": "SGPR", "lds": "LDS", "registers": "regs", "shared": "smem",
-               "barriers": "barriers"}
-
-
-LIMITER_LABELS = {"registers": "regs", "shared": "smem"}
-
-
-def short_step(occ: KernelOccupancy) -> str:
-    """The first step as a table cell: `LDS<=21504: 3`, `warps=4: 3`; `-` when there is none."""
-    if not occ.steps:
-        return "max" if occ.occupancy.active >= occ.occupancy.max_active else "-"
-    step = occ.steps[0]
-    if step.name == "warps":
-        return f"warps={step.to}: {step.active}"
-    return f"{STEP_LABELS[step.name]}<={step.to}: {step.active}" + ("+" if step.also else "")
-
+from irscope.model.occupancy_labels import LIMITER_LABELS, STEP_LABELS, short_step  # noqa: F401 (public here)
 
 def occupancy_cell(occ: KernelOccupancy | None) -> str:
     """`2/8 lds`: active of the most, and what limits it (nothing shown at the maximum); `1/8 on 2/4 slots`:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from irscope.ir.pass_timeline import PassTimeline
-from irscope.render.safe import printable, printable_name
+from irscope.model.safe_text import printable, printable_name
 from irscope.render.table import Column, draw_table
 
 COLUMNS = (Column("#", "right"), Column("pass"), Column("on", shrink=True, min_width=12), Column("changed"),

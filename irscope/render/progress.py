@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterator, TextIO
 
 from irscope.pipeline.analyze import ScanCounts
-from irscope.render.safe import printable
+from irscope.model.safe_text import printable
 
 SPINNER = "|/-\\"
 BAR_WIDTH = 24

@@ -8,7 +8,7 @@ from typing import Sequence
 from rich.text import Text
 
 from irscope.pipeline.kept_runs import KeptRun
-from irscope.render.safe import printable
+from irscope.model.safe_text import printable
 from irscope.render.table import Column, draw_table
 
 # The id says when, which script and which target: 20261124-131957-liger_kernel_ops-gfx942-d967.

@@ -39,7 +39,7 @@ def sarif_log(report: Report, base: str | os.PathLike | None = None, roots: Sour
     results = [_result(kr, f, index, root) for kr in report.kernels for f in _ordered(kr.findings)]
     notifications = [_notification(p, root) for kr in report.kernels for p in kr.problems]
     notifications += [_notification(p, root) for p in report.problems]
-    from irscope import __version__
+    from irscope._version import __version__
 
     run = {
         "tool": {"driver": {
@@ -58,7 +58,7 @@ def sarif_log(report: Report, base: str | os.PathLike | None = None, roots: Sour
 
 
 def sarif_text(report: Report, base: str | os.PathLike | None = None, roots: SourceRoots | None = None) -> str:
-    from irscope.render.safe import json_safe
+    from irscope.model.safe_text import json_safe
 
     return json_safe(json.dumps(sarif_log(report, base, roots), indent=1, ensure_ascii=False)) + "\n"
 

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from irscope.ir.layouts.encodings import AmdMfma, Blocked, DotOperand, Layout, NvidiaMma, Slice
-from irscope.ir.layouts.linear import LinearLayout, minimal_conversion, to_linear
+from irscope.ir.layouts.linear import LinearLayout, minimal_conversion
+from irscope.ir.layouts.to_linear import to_linear
 
 KINDS = ("noop", "registers", "warp_shuffle", "shared_memory", "unknown")
 _KIND_WORDS = {"noop": "no data movement", "registers": "registers", "warp_shuffle": "warp shuffles",

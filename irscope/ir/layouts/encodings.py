@@ -1,6 +1,7 @@
 """Typed values for TTGIR layout encodings (`#ttg.blocked<...>`, `#ttg.amd_mfma<...>`, ...).
 
-The MLIR parser converts an encoding's `{...}` body into a dict and calls `build_layout`:
+The MLIR parser converts an encoding's `{...}` body into a dict and calls
+`irscope.ir.layouts.params.build_layout`:
 
     #ttg.blocked<{sizePerThread = [1, 8], threadsPerWarp = [8, 8], warpsPerCTA = [4, 1], order = [1, 0]}>
         -> Blocked(size_per_thread=(1, 8), threads_per_warp=(8, 8), warps_per_cta=(4, 1), order=(1, 0))
@@ -291,28 +292,6 @@ class UnknownLayout(Layout):
 
     def summary(self) -> str:
         return f"{self.name}?"
-
-
-def build_layout(name: str, params: Mapping[str, object] | None, raw: str) -> Layout:
-    """The typed layout for one encoding attribute; never raises.
-
-    `name` is the mnemonic as written without `#` (`ttg.blocked`, `triton_gpu.amd_mfma`),
-    `params` the converted `{...}` body (None for other bodies), `raw` the attribute text.
-    Alias references (`parent = #mma`) must already be Layout values.
-    """
-    # The readers live in layout_params (they import the classes above).
-    from irscope.ir.layouts.params import BUILDERS, DIALECTS, BadParams
-
-    dialect, _, mnemonic = name.rpartition(".")
-    builder = BUILDERS.get(mnemonic) if dialect in DIALECTS else None
-    if builder is None:
-        return UnknownLayout(name, params, raw)
-    try:
-        return builder(dict(params) if isinstance(params, Mapping) else None, raw)
-    except BadParams as e:
-        return UnknownLayout(name, params, raw, str(e))
-    except Exception as e:  # noqa: BLE001  # a builder bug must not stop a scan: keep the text
-        return UnknownLayout(name, params, raw, f"could not read the parameters ({type(e).__name__}: {e})")
 
 
 def _csv(values: Ints | None) -> str:

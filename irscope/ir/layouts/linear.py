@@ -366,15 +366,6 @@ def minimal_conversion(src: LinearLayout, dst: LinearLayout, injective: bool = F
     return comp
 
 
-def to_linear(layout: object, shape: Sequence[int]) -> LinearLayout | None:
-    """The linear layout of a register layout for a tensor of `shape`, or None where irscope
-    does not model it (shared encodings, WMMA, non-power-of-two shapes, unknown parameters)."""
-    # The per-encoding definitions live there; importing them here at the top would be circular.
-    from irscope.ir.layouts.to_linear import layout_to_linear
-
-    return layout_to_linear(layout, tuple(shape))
-
-
 def _log2(size: int) -> int:
     return size.bit_length() - 1
 

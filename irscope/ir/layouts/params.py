@@ -1,7 +1,7 @@
 """Reading each encoding's parameters into the classes of irscope.ir.layouts.encodings.
 
 One builder per mnemonic; each raises BadParams with a sentence a user can read when a key
-is missing or has the wrong type, and irscope.ir.layouts.encodings.build_layout turns that into an
+is missing or has the wrong type, and `build_layout` (below) turns that into an
 UnknownLayout.
 """
 
@@ -29,6 +29,7 @@ from irscope.ir.layouts.encodings import (
     SharedMemory,
     Slice,
     SwizzledShared,
+    UnknownLayout,
 )
 
 DIALECTS = ("ttg", "triton_gpu", "ttng", "triton_nvidia_gpu", "amdg", "amdgpu")
@@ -275,3 +276,22 @@ def _freeze(value: object) -> object:
 
 def _to_tuple(value: object) -> object:
     return tuple(_to_tuple(v) for v in value) if isinstance(value, list) else value
+
+
+def build_layout(name: str, params: Mapping[str, object] | None, raw: str) -> Layout:
+    """The typed layout for one encoding attribute; never raises.
+
+    `name` is the mnemonic as written without `#` (`ttg.blocked`, `triton_gpu.amd_mfma`),
+    `params` the converted `{...}` body (None for other bodies), `raw` the attribute text.
+    Alias references (`parent = #mma`) must already be Layout values.
+    """
+    dialect, _, mnemonic = name.rpartition(".")
+    builder = BUILDERS.get(mnemonic) if dialect in DIALECTS else None
+    if builder is None:
+        return UnknownLayout(name, params, raw)
+    try:
+        return builder(dict(params) if isinstance(params, Mapping) else None, raw)
+    except BadParams as e:
+        return UnknownLayout(name, params, raw, str(e))
+    except Exception as e:  # noqa: BLE001  # a builder bug must not stop a scan: keep the text
+        return UnknownLayout(name, params, raw, f"could not read the parameters ({type(e).__name__}: {e})")

@@ -25,6 +25,12 @@ from irscope.ir.layouts.linear import LinearLayout, ensure_not_larger, ensure_no
 _WAVE64 = 64  # MFMA is wave64 only
 
 
+def to_linear(layout: object, shape: Sequence[int]) -> LinearLayout | None:
+    """The linear layout of a register layout for a tensor of `shape`, or None where irscope
+    does not model it (shared encodings, WMMA, non-power-of-two shapes, unknown parameters)."""
+    return layout_to_linear(layout, tuple(shape))
+
+
 def layout_to_linear(layout: object, shape: tuple[int, ...]) -> LinearLayout | None:
     if not shape or any(not _pow2(s) for s in shape):
         return None

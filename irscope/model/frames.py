@@ -12,11 +12,13 @@ from typing import TYPE_CHECKING
 
 from irscope.model.line_ranges import ranges_text
 from irscope.model.kernel import AmdResources, Fact, KernelReport, NvidiaResources
-from irscope.render.safe import surrogates_escaped
-from irscope.model.report import Report
+from irscope.model.safe_text import surrogates_escaped
+from irscope.model.occupancy_labels import LIMITER_LABELS, short_step
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from irscope.model.report import Report  # Report.to_frame imports this module
 
 # column -> pandas dtype, in frame order. docs/exports.md documents the same (a test compares).
 KERNEL_COLUMNS: dict[str, str] = {
@@ -68,8 +70,6 @@ def _status(r: KernelReport) -> str:
 
 def kernel_record(r: KernelReport) -> dict:
     """One kernel's row as plain Python values (None where unknown)."""
-    from irscope.render.occupancy import LIMITER_LABELS, short_step
-
     k, opts = r.kernel, r.kernel.options
     row: dict = dict.fromkeys(KERNEL_COLUMNS)
     row.update(key=k.key, name=k.name, arch=k.target.arch if k.target else None,

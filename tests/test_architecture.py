@@ -1,0 +1,357 @@
+"""Issue 24: irscope's imports follow the pipeline, and no module imports itself in a circle.
+
+Every module of irscope/ (with its subpackages), parsers/ (installed as irscope.parsers), rules/
+(irscope.rules) and tui/ (irscope.tui) is read with `ast`, and every import in it is collected: at
+module level, inside functions and classes, and in `if TYPE_CHECKING:` blocks. Relative imports are
+resolved; `from irscope.x import name` counts as importing the submodule irscope.x.name when that is a
+module, else irscope.x. A package's own `__init__` that Python runs before any of its submodules is not
+counted as imported: only what the source names.
+
+Layers (an import may go to the same or a lower layer, never to a higher one):
+
+    0 model (irscope/model/*, irscope/_version.py)   1 parsers        2 ir, isa
+    3 occupancy      4 engine     5 rules      6 pipeline      7 diff, render
+    8 cli, tui, pytest_plugin, api, testing, __main__
+
+Faces: irscope/__init__ and the deprecated one-release aliases irscope/rule.py, rule_context.py,
+report.py and findings.py only re-export. A face sits at the highest layer it imports (irscope/__init__
+re-exports api, so it is layer 8: only cli/tui/... may import it, e.g. for `__version__`, which lives in
+irscope/_version.py at layer 0 so that nothing below needs the face). No module of irscope imports a
+deprecated alias: they exist for third-party code only. (irscope/model/__init__ re-exports
+irscope/model/kernel.py from its own layer, so it is an ordinary layer-0 module.)
+
+Cycles: the import graph may have no strongly connected component of more than one module; function-level
+imports count (a function-level import that closes a circle is a circle deferred, not removed). Imports
+under `if TYPE_CHECKING:` are checked for direction (a lower layer naming a higher one's type is still
+coupled to it) but not for cycles: they never run, and two modules of one layer may name each other's
+types.
+
+Rules: a rule module (rules/irsNNN_*.py) imports no other rule module. Helpers that several rules share
+live in rules/_*.py modules, which any rule may import.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Where each installed package's source lives in the checkout (pyproject's package-dir).
+SOURCES = {"irscope": ROOT / "irscope", "irscope.parsers": ROOT / "parsers", "irscope.rules": ROOT / "rules",
+           "irscope.tui": ROOT / "tui"}
+
+LAYERS: tuple[tuple[str, int], ...] = (
+    ("irscope.model", 0),
+    ("irscope._version", 0),
+    ("irscope.parsers", 1),
+    ("irscope.ir", 2),
+    ("irscope.isa", 2),
+    ("irscope.occupancy", 3),
+    ("irscope.engine", 4),
+    ("irscope.rules", 5),
+    ("irscope.pipeline", 6),
+    ("irscope.diff", 7),
+    ("irscope.render", 7),
+    ("irscope.cli", 8),
+    ("irscope.tui", 8),
+    ("irscope.pytest_plugin", 8),
+    ("irscope.api", 8),
+    ("irscope.testing", 8),
+    ("irscope.__main__", 8),
+)
+DEPRECATED_ALIASES = frozenset({"irscope.rule", "irscope.rule_context", "irscope.report", "irscope.findings"})
+FACES = DEPRECATED_ALIASES | {"irscope"}
+
+RULE_MODULE = re.compile(r"^irscope\.rules\.irs\d{3}_\w+$")
+
+# Rule-to-rule imports that the rules part of issue 24 (branch i24-rulesep) removes; delete an entry
+# when its import is gone (test_the_allow_list_is_not_stale says when).
+RULE_IMPORTS_ALLOWED: frozenset[tuple[str, str]] = frozenset({
+    # (issue 24: moved by the rules part)
+    ("irscope.rules.irs103_narrow_lds_access", "irscope.rules.irs202_barriers_per_iteration"),
+    # (issue 24: moved by the rules part)
+    ("irscope.rules.irs201_drained_wait_in_loop", "irscope.rules.irs202_barriers_per_iteration"),
+    # (issue 24: moved by the rules part)
+    ("irscope.rules.irs302_convert_before_store", "irscope.rules.irs301_lds_round_trip"),
+    # (issue 24: moved by the rules part)
+    ("irscope.rules.irs403_lds_limited_occupancy", "irscope.rules.irs402_vgprs_above_step"),
+    # (issue 24: moved by the rules part)
+    ("irscope.rules.irs404_occupancy_one", "irscope.rules.irs402_vgprs_above_step"),
+})
+
+# Imports that still go up a layer, each with why it is not fixed yet (issue 24 left them for a later
+# change; test_the_allow_lists_are_not_stale says when one can go). Nothing else may be added here.
+UPWARD_ALLOWED: frozenset[tuple[str, str]] = frozenset({
+    # The parsers build the IR's data types (ir/mlir, ir/types, isa/model, ir/llvm_ir): those types belong
+    # in a layer below the parsers; a move of four modules (llvm_ir owned by the once-each part).
+    *{("irscope.parsers." + parser, "irscope." + types) for parser, types in (
+        ("amdgcn", "isa.model"), ("amdgcn", "ir.llvm_ir"), ("amdgcn_opcodes", "isa.model"),
+        ("isa_blocks", "isa.model"), ("llir", "ir.llvm_ir"), ("mlir_attributes", "ir.types"),
+        ("mlir_attributes", "ir.mlir"), ("mlir_attributes", "ir.layouts.params"), ("mlir_build", "ir.types"),
+        ("mlir_build", "ir.mlir"), ("mlir_parser", "ir.mlir"), ("mlir_syntax", "ir.mlir"), ("ptx", "isa.model"),
+        ("ptx", "ir.llvm_ir"), ("sass", "isa.model"), ("sass", "ir.llvm_ir"))},
+    # Artifact reading and report input use the parsers' ArtifactError and size limits (parsers/errors.py,
+    # limits.py, metadata.ALWAYS_KEYS): those belong in the model layer; not moved yet.
+    ("irscope.model.artifact_reader", "irscope.parsers.errors"),
+    ("irscope.model.artifact_reader", "irscope.parsers.limits"),
+    ("irscope.model.json_input", "irscope.parsers.errors"),
+    ("irscope.model.json_input", "irscope.parsers.limits"),
+    ("irscope.model.json_input", "irscope.parsers.metadata"),
+    # A family's "does not fit" message names the hardware's LDS/shared memory (occupancy's arch tables).
+    ("irscope.model.families", "irscope.occupancy.amd"),
+    ("irscope.model.families", "irscope.occupancy.nvidia"),
+    # Reading .s/.ptx resource directives lives in occupancy/resources.py; it belongs with the ISA readers.
+    ("irscope.ir.artifact_shape", "irscope.occupancy.resources"),
+    ("irscope.isa.assembly", "irscope.occupancy.resources"),
+    # Behaviour: a source checkout with no entry points falls back to the built-in rules (function level).
+    ("irscope.engine.selection", "irscope.rules"),
+    # The result index writes its database with the exports' atomic writer; belongs below the pipeline.
+    ("irscope.pipeline.result_index", "irscope.render.outputs"),
+    # The exports use the CLI's closed-stdout guard (owned by the CLI part of issue 24).
+    ("irscope.render.exports", "irscope.cli.closed_stdout"),
+})
+
+# Circles inside rules/ (owned by the rules part of issue 24): a component made only of these modules is
+# allowed until that part moves what they share into a rules/_*.py helper.
+CYCLES_ALLOWED: frozenset[frozenset[str]] = frozenset({
+    # (issue 24: moved by the rules part)
+    frozenset({"irscope.rules._barrier_causes", "irscope.rules._barrier_fixes",
+               "irscope.rules.irs202_barriers_per_iteration"}),
+})
+
+
+@dataclass(frozen=True)
+class Import:
+    importer: str
+    imported: str
+    path: Path
+    line: int
+    type_checking: bool
+
+    def where(self) -> str:
+        return f"{self.path.relative_to(ROOT)}:{self.line}"
+
+
+def module_files() -> dict[str, Path]:
+    modules = {}
+    for package, folder in SOURCES.items():
+        for path in sorted(folder.rglob("*.py")):
+            parts = list(path.relative_to(folder).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            modules[".".join([package, *parts])] = path
+    return modules
+
+
+MODULES = module_files()
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _walk(node: ast.AST, type_checking: bool = False):
+    """Every import statement under node, with whether it sits in an `if TYPE_CHECKING:` body."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.Import, ast.ImportFrom)):
+            yield child, type_checking
+        elif isinstance(child, ast.If) and _is_type_checking(child.test):
+            for stmt in child.body:
+                yield from _walk(ast.Module(body=[stmt], type_ignores=[]), True)
+            for stmt in child.orelse:
+                yield from _walk(ast.Module(body=[stmt], type_ignores=[]), type_checking)
+        else:
+            yield from _walk(child, type_checking)
+
+
+def _known(name: str) -> str | None:
+    """The module of irscope that `name` is, or the nearest enclosing one."""
+    while name:
+        if name in MODULES:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def imports_of(module: str, path: Path) -> list[Import]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    is_package = path.name == "__init__.py"
+    package = module if is_package else module.rpartition(".")[0]
+    found = []
+    seen = set()  # one entry per imported module and line, however many names the line imports
+    for node, type_checking in _walk(tree):
+        targets = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        else:
+            if node.level:
+                base_parts = package.split(".")
+                base_parts = base_parts[: len(base_parts) - (node.level - 1)]
+                base = ".".join(base_parts + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                targets.append(sub if sub in MODULES else base)
+        for target in targets:
+            known = _known(target) if target.split(".")[0] == "irscope" else None
+            if known is not None and known != module and (known, node.lineno) not in seen:
+                seen.add((known, node.lineno))
+                found.append(Import(module, known, path, node.lineno, type_checking))
+    return found
+
+
+ALL_IMPORTS = [imp for module, path in MODULES.items() for imp in imports_of(module, path)]
+
+
+def layer_of(module: str) -> int | None:
+    for prefix, layer in LAYERS:
+        if module == prefix or module.startswith(prefix + "."):
+            return layer
+    return None
+
+
+def face_layer(face: str) -> int:
+    """A face sits at the highest layer it re-exports."""
+    return max((layer_of(i.imported) or 0 for i in ALL_IMPORTS if i.importer == face), default=0)
+
+
+def effective_layer(module: str) -> int:
+    return face_layer(module) if module in FACES else layer_of(module)
+
+
+def test_every_module_has_a_layer_or_is_a_face():
+    missing = [m for m in MODULES if m not in FACES and layer_of(m) is None]
+    assert not missing, f"modules with no layer (add them to LAYERS in {Path(__file__).name}): {missing}"
+
+
+def test_the_walk_sees_the_known_imports():
+    # Guards the walker itself: a module-level, a relative-free from-import of a submodule, and a
+    # function-level import are all seen.
+    pairs = {(i.importer, i.imported) for i in ALL_IMPORTS}
+    assert ("irscope.pipeline.analyze", "irscope.pipeline.harvester") in pairs
+    assert ("irscope.model.kernel", "irscope.model.artifact_reader") in pairs  # inside Artifact.read_bytes
+    assert len(MODULES) > 150
+
+
+def test_no_import_goes_up_a_layer():
+    bad = []
+    for imp in ALL_IMPORTS:
+        if imp.importer in FACES:
+            continue
+        if imp.imported in DEPRECATED_ALIASES:
+            bad.append(f"{imp.where()}: {imp.importer} imports the deprecated alias {imp.imported}")
+            continue
+        low, high = effective_layer(imp.importer), effective_layer(imp.imported)
+        if high > low and (imp.importer, imp.imported) not in UPWARD_ALLOWED:
+            bad.append(f"{imp.where()}: {imp.importer} (layer {low}) imports {imp.imported} (layer {high})"
+                       + (" [TYPE_CHECKING]" if imp.type_checking else ""))
+    assert not bad, "imports against the pipeline's direction:\n" + "\n".join(bad)
+
+
+def _components(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components, iteratively (the graph is a few hundred modules)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    result = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                result.append(sorted(component))
+    return result
+
+
+def _cycle_path(graph: dict[str, set[str]], members: set[str], edges: dict[tuple[str, str], Import]) -> str:
+    """One circle through a component's first module, each step as `file:line`."""
+    start = min(members)
+    previous = {start: None}
+    queue = [start]
+    while queue:
+        node = queue.pop(0)
+        for child in sorted(graph[node] & members):
+            if child == start:
+                steps = [(node, child)]
+                while previous[node] is not None:
+                    steps.append((previous[node], node))
+                    node = previous[node]
+                return "\n".join(f"    {edges[s].where()}: {s[0]} -> {s[1]}" for s in reversed(steps))
+            if child not in previous:
+                previous[child] = node
+                queue.append(child)
+    return "    (no path found)"
+
+
+def test_no_import_cycles():
+    graph: dict[str, set[str]] = {m: set() for m in MODULES}
+    edges: dict[tuple[str, str], Import] = {}
+    for imp in ALL_IMPORTS:
+        if not imp.type_checking:
+            graph[imp.importer].add(imp.imported)
+            edges.setdefault((imp.importer, imp.imported), imp)
+    cycles = [c for c in _components(graph) if len(c) > 1 and frozenset(c) not in CYCLES_ALLOWED]
+    report = [f"cycle of {len(c)} modules ({', '.join(c)}):\n" + _cycle_path(graph, set(c), edges) for c in cycles]
+    assert not cycles, "import cycles:\n" + "\n".join(report)
+
+
+def _rule_imports() -> set[tuple[str, str]]:
+    return {(i.importer, i.imported) for i in ALL_IMPORTS
+            if RULE_MODULE.match(i.importer) and RULE_MODULE.match(i.imported)}
+
+
+def test_no_rule_imports_another_rule():
+    bad = [f"{i.where()}: {i.importer} imports the rule {i.imported} (share it through a rules/_*.py helper)"
+           for i in ALL_IMPORTS
+           if RULE_MODULE.match(i.importer) and RULE_MODULE.match(i.imported)
+           and (i.importer, i.imported) not in RULE_IMPORTS_ALLOWED]
+    assert not bad, "rules importing rules:\n" + "\n".join(bad)
+
+
+def test_the_allow_lists_are_not_stale():
+    stale = RULE_IMPORTS_ALLOWED - _rule_imports()
+    assert not stale, f"allowed rule imports that no longer exist (delete them): {sorted(stale)}"
+    upward = {(i.importer, i.imported) for i in ALL_IMPORTS if effective_layer(i.imported) > effective_layer(i.importer)
+              and i.importer not in FACES}
+    gone = sorted(UPWARD_ALLOWED - upward)
+    assert not gone, f"allowed upward imports that are gone (delete them): {gone}"
+    graph: dict[str, set[str]] = {m: set() for m in MODULES}
+    for imp in ALL_IMPORTS:
+        if not imp.type_checking:
+            graph[imp.importer].add(imp.imported)
+    components = {frozenset(c) for c in _components(graph) if len(c) > 1}
+    assert not CYCLES_ALLOWED - components, f"allowed cycles that are gone (delete them): {CYCLES_ALLOWED - components}"
