@@ -7,9 +7,9 @@ import os
 from bisect import bisect_left
 from dataclasses import dataclass
 
+from irscope.ir.mlir import DOT_OPS
 from irscope.isa import model as isa
 from irscope.engine.rule import Rule
-from irscope.rules.irs202_barriers_per_iteration import DOT_OPS
 
 # The counters global loads increment: vmcnt on gfx9-gfx11 (gfx10/11 count stores apart, in
 # vscnt), loadcnt on gfx12.
