@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from irscope.isa import model as isa
 from irscope.engine.context import Analysis, SharedKey
@@ -14,6 +15,9 @@ from irscope.rules._lds_origin import (Origin, Transpose, contiguous_runs, conve
                                        tile_origin)
 from irscope.rules._lds_tiles import (LdsOp, TileIndex, element_bytes, instruction_site, layout_key, op_site,
                                       operand_index, tile_bytes)
+
+if TYPE_CHECKING:
+    from irscope.isa.amdgcn_dataflow import MatrixOperand
 
 # Narrower than this is reported: 8 bytes is the K group of 4 fp16/bf16 that one lane feeds
 # an MFMA (v_mfma_f32_32x32x8_f16, 16x16x16_f16: a 2-VGPR operand), and the vector of
@@ -266,7 +270,7 @@ def _costs(fn, graph, loops, group: _Group, per_loop: Counter, size: int) -> boo
     return False
 
 
-def _matrix_feeds(fn) -> dict[int, set[tuple[isa.Instruction, str]]]:
+def _matrix_feeds(fn) -> dict[int, set[tuple[isa.Instruction, MatrixOperand]]]:
     """LDS read index -> the matrix instructions it feeds, with the operand ("A"/"B")."""
     from irscope.isa.amdgcn_dataflow import matrix_feeds
 

@@ -135,13 +135,13 @@ class FunctionGraph:
 
     def every_iteration(self, loop: Loop) -> frozenset[int]:
         """Blocks of the loop that dominate all its latches: every iteration passes them. The
-        dominators are those of the loop body entered at the header, its back edges cut."""
+        dominators are those of the loop body entered at the header (the back edges, into the
+        header, change no dominator)."""
         inside = loop.blocks
-        cut = {(latch, loop.header) for latch in loop.latches}
         successors: list[tuple[int, ...]] = [()] * len(self.fn.blocks)
         predecessors: list[list[int]] = [[] for _ in self.fn.blocks]
         for u in inside:
-            successors[u] = tuple(s for s in self._successors[u] if s in inside and (u, s) not in cut)
+            successors[u] = tuple(s for s in self._successors[u] if s in inside)
             for s in successors[u]:
                 predecessors[s].append(u)
         idom = immediate_dominators(successors, predecessors, loop.header)
