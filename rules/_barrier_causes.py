@@ -35,6 +35,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from irscope.isa import model as isa
+from irscope.isa.barriers import counts_as_barrier
 
 CONVERT, STATE, CHAINED, OPERAND, TILE, PIPELINE, REDUCTION, ATOMIC, OTHER = (
     "convert", "state", "chained", "operand", "tile", "pipeline", "reduction", "atomic", "other")
@@ -111,8 +112,6 @@ def loop_ops(module, loop_index: int) -> list:
 
 def attribute(module, loop_index: int | None, fn, members: tuple[int, ...]) -> list[Cause]:
     """The causes of the barriers among `members` (a machine loop's own instructions, in order)."""
-    from irscope.rules.irs202_barriers_per_iteration import counts_as_barrier
-
     index = _Index(module)
     if module is not None and loop_index is not None:
         for op in loop_ops(module, loop_index):

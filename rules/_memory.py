@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from irscope.engine.context import Analysis, SharedKey
 from irscope.ir.layouts.access_width import COPY, RUNTIME, ir_accesses
 
 CAUSES = {
@@ -34,7 +35,7 @@ def narrow_findings(rule, ctx, narrow_accesses):
     if module is None:
         return []
     facts = ctx.layout_facts
-    ir = ctx.shared(("ir_accesses",), lambda: ir_accesses(module, facts.user_file if facts else None))
+    ir = ctx.shared(SharedKey(Analysis.IR_ACCESSES), lambda: ir_accesses(module, facts.user_file if facts else None))
     findings = []
     for program in ctx.programs:
         if program.isa not in ("amdgcn", "ptx"):

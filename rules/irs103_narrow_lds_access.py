@@ -5,15 +5,19 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from irscope.isa import model as isa
+from irscope.engine.context import Analysis, SharedKey
 from irscope.engine.rule import Rule
 from irscope.rules._inductor import InductorKernel, inductor_kernel
 from irscope.rules._lds_origin import (Origin, Transpose, contiguous_runs, convert_transpose, held_elements,
                                        tile_origin)
 from irscope.rules._lds_tiles import (LdsOp, TileIndex, element_bytes, instruction_site, layout_key, op_site,
                                       operand_index, tile_bytes)
-from irscope.rules.irs202_barriers_per_iteration import kernel_loops
+
+if TYPE_CHECKING:
+    from irscope.isa.amdgcn_dataflow import MatrixOperand
 
 # Narrower than this is reported: 8 bytes is the K group of 4 fp16/bf16 that one lane feeds
 # an MFMA (v_mfma_f32_32x32x8_f16, 16x16x16_f16: a 2-VGPR operand), and the vector of
@@ -118,7 +122,7 @@ class NarrowLdsAccess(Rule):
         facts = ctx.layout_facts
         if module is None or facts is None:
             return []
-        tiles = ctx.shared(("irs103_tiles",), lambda: TileIndex(facts, module))
+        tiles = ctx.shared(SharedKey(Analysis.LDS_TILES), lambda: TileIndex(facts, module))
         threads = (module.num_warps or 0) * (module.threads_per_warp or 0)
         generated = inductor_kernel(ctx)
         findings = []
@@ -130,7 +134,7 @@ class NarrowLdsAccess(Rule):
                 groups = _narrow_groups(fn, tiles, feeds)
                 if not groups:
                     continue
-                loops = {loop.header: loop for loop in kernel_loops(ctx, program, fn)}
+                loops = {loop.header: loop for loop in ctx.loops(program, fn)}
                 graph = ctx.graph(program, fn)
                 for group in groups:
                     size = tile_bytes(group.tile.element, group.tile.shape)
@@ -266,7 +270,7 @@ def _costs(fn, graph, loops, group: _Group, per_loop: Counter, size: int) -> boo
     return False
 
 
-def _matrix_feeds(fn) -> dict[int, set[tuple[isa.Instruction, str]]]:
+def _matrix_feeds(fn) -> dict[int, set[tuple[isa.Instruction, MatrixOperand]]]:
     """LDS read index -> the matrix instructions it feeds, with the operand ("A"/"B")."""
     from irscope.isa.amdgcn_dataflow import matrix_feeds
 

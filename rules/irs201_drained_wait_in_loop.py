@@ -7,14 +7,15 @@ import os
 from bisect import bisect_left
 from dataclasses import dataclass
 
+from irscope.ir.mlir import DOT_OPS
 from irscope.isa import model as isa
+from irscope.isa.amdgcn_dataflow import WaitCounter
 from irscope.engine.rule import Rule
-from irscope.rules.irs202_barriers_per_iteration import DOT_OPS
 
 # The counters global loads increment: vmcnt on gfx9-gfx11 (gfx10/11 count stores apart, in
 # vscnt), loadcnt on gfx12.
-LOAD_COUNTERS = ("vmcnt", "loadcnt")
-LDS_COUNTERS = ("lgkmcnt", "dscnt")
+LOAD_COUNTERS: tuple[WaitCounter, ...] = ("vmcnt", "loadcnt")
+LDS_COUNTERS: tuple[WaitCounter, ...] = ("lgkmcnt", "dscnt")
 GLOBAL_KINDS = (isa.GLOBAL_LOAD, isa.ASYNC_COPY)
 # How much of a global load's latency the wave's own work between the load and its drain can
 # cover, in cycles of one wave on its SIMD. Upper estimates, so that a drain reported is one
@@ -264,7 +265,7 @@ def _cycles(instr) -> int:
     return ISSUE_CYCLES
 
 
-def _drains(instr, counter: str) -> bool:
+def _drains(instr, counter: WaitCounter) -> bool:
     return instr.wait is not None and instr.wait.get(counter) == 0
 
 
@@ -282,7 +283,7 @@ class _Paths:
         for b in fn.blocks:
             self.block.extend([b.index] * (b.end - b.start))
         self._chains: dict[tuple[int, int, int], list[int] | None] = {}
-        self._drains: dict[str, list[int]] = {}
+        self._drains: dict[WaitCounter, list[int]] = {}
         self._near: dict[tuple[int, int, int], dict[int, int]] = {}
         self._preds: list[list[int]] | None = None
 
@@ -315,7 +316,7 @@ class _Paths:
         segments = self.segments(start, end, blocks)
         return None if segments is None else [i for a, b in segments for i in range(a, b)]
 
-    def drains_in(self, segments: list[tuple[int, int]], counter: str) -> bool:
+    def drains_in(self, segments: list[tuple[int, int]], counter: WaitCounter) -> bool:
         """Whether an instruction in the ranges waits for `counter` to reach 0."""
         at = self._drains.get(counter)
         if at is None:

@@ -3,57 +3,18 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from math import prod
 
-from irscope.ir.types import TensorType, element_of, encoding_of
+from irscope.ir.types import TensorType, encoding_of
 from irscope.engine.rule import Rule
-from irscope.ir.source_map import user_frame
 
 from . import _irs301_causes as causes
 from ._inductor import inductor_kernel
 from . import _irs301_tiles as tiles
+from ._ttgir_text import layout_name, lines_text, memory_word, python_of, tile_bytes, tile_text
 
-MMA_LAYOUTS = tiles.MMA_NAMES  # IRS302 reads it
 FIX_LAYOUT = ("make the producer and the consumer agree on the layout: find the op at the Python line that needs "
               "the other layout (a reduction broadcast back, tl.trans/tl.reshape/tl.permute, a dot operand) and "
               "restructure it, or move the conversion out of the loop")
-
-
-def memory_word(ctx) -> str:
-    return "shared memory" if ctx.backend == "cuda" else "LDS"
-
-
-def layout_name(ref: str, layout) -> str:
-    """`#linear (linear[r4 l6 w2 b0])` for an alias, the summary alone for an inline encoding."""
-    summary = layout.summary() if layout is not None else None
-    if summary is None:
-        return ref
-    if ref.startswith("#") and "<" not in ref:
-        return f"{ref} ({summary})"
-    return summary
-
-
-def tile_text(ty) -> str:
-    shape = "x".join(str(d) for d in getattr(ty, "shape", ()))
-    return f"{element_of(ty)} {shape}"
-
-
-def tile_bytes(ty) -> int:
-    bits = getattr(element_of(ty), "bits", None)
-    shape = getattr(ty, "shape", ())
-    if not bits or not shape:
-        return 0
-    return prod(shape) * bits // 8
-
-
-def python_of(module, op, user_file):
-    frame = user_frame(op, user_file)
-    return (frame.file, frame.line) if frame else None
-
-
-def lines_text(lines) -> str:
-    lines = sorted(set(lines))
-    return ("line " if len(lines) == 1 else "lines ") + ", ".join(str(n) for n in lines)
 
 
 class LdsRoundTrip(Rule):

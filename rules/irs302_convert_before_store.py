@@ -8,8 +8,9 @@ from irscope.ir.types import TensorType, encoding_of
 from irscope.ir.pointer_strides import PointerStrides, address_strides
 from irscope.engine.rule import Rule
 from irscope.rules._inductor import inductor_kernel
-from irscope.rules.irs301_lds_round_trip import (MMA_LAYOUTS, layout_name, lines_text, memory_word, python_of,
-                                                  tile_bytes, tile_text)
+from irscope.rules._irs301_tiles import MMA_NAMES
+from irscope.rules._ttgir_text import (layout_name, lines_text, memory_word, python_of, tile_bytes,
+                                      tile_text)
 
 # Ops that take LDS scratch or buffers of their own: with none of them in the TTGIR, the
 # kernel's whole shared-memory allocation is the epilogue conversion's scratch.
@@ -117,8 +118,8 @@ class ConvertBeforeStore(Rule):
                 continue
             store_ops = sorted({s.index: s for s in store_ops}.values(), key=lambda s: s.line)
             src_layout = encoding_of(src_ty)
-            from_mma = getattr(src_layout, "name", None) in MMA_LAYOUTS
-            if getattr(encoding_of(dst_ty), "name", None) in MMA_LAYOUTS:
+            from_mma = getattr(src_layout, "name", None) in MMA_NAMES
+            if getattr(encoding_of(dst_ty), "name", None) in MMA_NAMES:
                 continue  # a bias or scale brought to the dot's layout: the store writes from the MMA layout already
             if tile_bytes(dst_ty) <= SMALL_BYTES:
                 continue  # a reduction's result (a few bytes a program): the round trip costs one barrier

@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from irscope.occupancy.calculator import occupancy_for
 from irscope.engine.rule import Rule
+from irscope.rules._occupancy_input import input_artifact
 
 # The largest cut reported, in VGPRs: one allocation granule on CDNA (8 on gfx90a/942/950, the
 # smallest change that can move the allocation at all; a third of one on RDNA's 24). The ROCm
 # guide's example is 170 VGPRs against the 168 step; the waves_per_eu=3 fixture (216 -> 168, a
 # 48-VGPR cut) shows what a large cut costs: LLVM met the budget by spilling 53 VGPRs.
 MAX_CUT = 8
-STAGES = {".amdgcn": "amdgcn", ".json": "json", ".cubin": "cubin", ".ptx": "ptx"}
-
-
-def input_artifact(ctx, name: str) -> dict:
-    """stage/path/lines of the artifact line an occupancy input was read from (e.g. `.vgpr_count`)."""
-    origin = next(i.origin for i in ctx.occupancy.inputs if i.name == name)
-    return {"stage": STAGES.get(Path(origin.path).suffix, "occupancy"), "path": origin.path,
-            "lines": [origin.line] if origin.line is not None else []}
 
 
 class VgprsAboveStep(Rule):

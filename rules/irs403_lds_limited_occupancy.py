@@ -7,7 +7,7 @@ from irscope.occupancy.calculator import occupancy_for
 from irscope.occupancy.nvidia import nvidia_arch
 from irscope.engine.rule import Rule
 from irscope.rules._inductor import config_fix, inductor_kernel
-from irscope.rules.irs402_vgprs_above_step import input_artifact
+from irscope.rules._occupancy_input import input_artifact
 
 WHAT = {"lds": "workgroup", "shared": "block"}
 NAMES = {"vgprs": "VGPRs", "sgprs": "SGPRs", "registers": "registers per thread", "barriers": "named barriers"}

@@ -7,7 +7,7 @@ from irscope.occupancy.amd import AMD_ARCHES
 from irscope.occupancy.nvidia import SUB_PARTITIONS
 from irscope.engine.rule import Rule
 from irscope.rules._inductor import config_fix, inductor_kernel
-from irscope.rules.irs402_vgprs_above_step import input_artifact
+from irscope.rules._occupancy_input import input_artifact
 
 # The input that sets each limiter: the artifact line the finding points at.
 INPUT_OF = {"vgpr": "vgprs", "sgpr": "sgprs", "lds": "lds", "slots": "warps", "registers": "registers",

@@ -17,7 +17,7 @@ from irscope.isa.graph import FunctionGraph
 from irscope.parsers.amdgcn import parse_amdgcn
 from irscope.isa.assembly import read_assembly
 from irscope.engine.context import KernelContext
-from irscope.rules.irs202_barriers_per_iteration import BarriersPerIteration, _every_iteration, kernel_loops
+from irscope.rules.irs202_barriers_per_iteration import BarriersPerIteration
 
 BLOCK = re.compile(r"^(\.LBB\w+:|\$L__BB\w+:|;\s*%bb\.\d+:|//\s*%bb\.\d+:)")
 IN_LOOP = re.compile(r"Loop Header: Depth=1|in Loop: Header=\w+ Depth=1")
@@ -98,7 +98,7 @@ def test_unrolled_loop_is_counted_per_k_step(found):
     assert len(loop_lines(path, MFMA)) == 2 * per_step
     ctx = KernelContext(report.kernel, report.resources, read_assembly(report.kernel).programs, report.occupancy)
     program = ctx.program("amdgcn")
-    (loop,) = kernel_loops(ctx, program, program.functions[0])
+    (loop,) = ctx.loops(program, program.functions[0])
     assert loop.unroll == 2 and loop.per_step(4) == 2
 
 
@@ -163,7 +163,7 @@ def test_every_iteration_blocks(found):
     fn = parse_amdgcn(Path(path).read_text(), path).functions[0]
     graph = FunctionGraph(fn)
     (loop,) = graph.loops
-    every = _every_iteration(graph, loop)
+    every = graph.every_iteration(loop)
     by_line = {i.line: i for i in fn.instructions}
     barriers = loop_lines(path, S_BARRIER)
     assert len(barriers) == 2

@@ -20,7 +20,7 @@ from irscope.isa.assembly import read_assembly
 from irscope.pipeline.analyze import scan
 from irscope.engine.context import KernelContext
 from irscope.engine.selection import RuleSelection
-from irscope.rules.irs202_barriers_per_iteration import BarriersPerIteration, kernel_loops
+from irscope.rules.irs202_barriers_per_iteration import BarriersPerIteration
 
 sys.path.insert(0, str(REPO / "fixtures" / "real_world"))
 import corpus  # noqa: E402
@@ -47,7 +47,7 @@ def findings(path: Path):
 def loops(kr):
     ctx = KernelContext(kr.kernel, kr.resources, read_assembly(kr.kernel).programs, kr.occupancy)
     program = ctx.program("amdgcn") or ctx.program("ptx")
-    return kernel_loops(ctx, program, program.functions[0])
+    return ctx.loops(program, program.functions[0])
 
 
 def test_conversion_rounds_are_named_and_no_tile_is_suggested(runs):

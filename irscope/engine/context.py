@@ -9,6 +9,8 @@ as absent.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from enum import Enum
 from functools import cached_property
 from typing import TYPE_CHECKING, Callable, Sequence, TypeVar
 
@@ -19,10 +21,29 @@ from irscope.occupancy.calculator import KernelOccupancy
 T = TypeVar("T")
 
 if TYPE_CHECKING:
+    from irscope.isa.amdgcn_dataflow import CounterWait
     from irscope.isa.model import IsaFunction, IsaProgram
     from irscope.isa.graph import FunctionGraph
+    from irscope.isa.loops import LoopFacts
     from irscope.ir.layouts.graph import LayoutFacts
     from irscope.ir.mlir import MlirModule
+
+
+class Analysis(Enum):
+    """The facts rules share through `ctx.shared`: one member per analysis."""
+
+    MACHINE_LOOPS = "machine loops"  # irscope/isa/loops.py, per assembly function
+    LDS_TILES = "LDS tiles"  # rules/_lds_tiles.py TileIndex of the TTGIR (IRS103)
+    IR_ACCESSES = "IR accesses"  # rules/_memory.py: the TTGIR's global accesses
+
+
+@dataclass(frozen=True)
+class SharedKey:
+    """A `ctx.shared` key: the analysis, and the assembly function it is of (if it is of one)."""
+
+    analysis: Analysis
+    program: str | None = None  # path of the assembly program
+    function: str | None = None  # name of the function in it
 
 
 class KernelContext:
@@ -36,8 +57,8 @@ class KernelContext:
         self.launches = tuple(launches)  # distinct launches recorded by `irscope scan script.py`
         self.problems: list[Problem] = []
         self._graphs: dict[tuple[str, str], FunctionGraph] = {}
-        self._waits: dict[tuple[str, str], tuple] = {}
-        self._shared: dict[tuple, object] = {}
+        self._waits: dict[tuple[str, str], tuple[CounterWait, ...]] = {}
+        self._shared: dict[SharedKey, object] = {}
 
     # -- what is there ---------------------------------------------------------------------
     @property
@@ -77,7 +98,7 @@ class KernelContext:
             self._graphs[key] = FunctionGraph(fn)
         return self._graphs[key]
 
-    def waits(self, program: IsaProgram, fn: IsaFunction) -> tuple:
+    def waits(self, program: IsaProgram, fn: IsaFunction) -> tuple[CounterWait, ...]:
         """The s_waitcnt analysis of an AMDGCN function (irscope/isa/amdgcn_dataflow.py)."""
         from irscope.isa.amdgcn_dataflow import waits
 
@@ -86,9 +107,21 @@ class KernelContext:
             self._waits[key] = waits(fn, program.target or self.arch, self.graph(program, fn))
         return self._waits[key]
 
-    def shared(self, key: tuple, build: Callable[[], T]) -> T:
+    def loops(self, program: IsaProgram, fn: IsaFunction) -> list[LoopFacts]:
+        """The function's loops matched to the TTGIR's scf.for ops (irscope/isa/loops.py)."""
+        from irscope.isa.loops import machine_loops
+
+        def build() -> list[LoopFacts]:
+            facts = self.layout_facts
+            return machine_loops(fn, self.graph(program, fn), self.ttgir, facts.user_file if facts else None)
+
+        return self.shared(SharedKey(Analysis.MACHINE_LOOPS, program.path, fn.name), build)
+
+    def shared(self, key: SharedKey, build: Callable[[], T]) -> T:
         """A fact several rules derive alike (ISA loops matched to TTGIR loops, the TTGIR's
         global accesses), built by the first rule that asks and reused by the others."""
+        if not isinstance(key, SharedKey):
+            raise TypeError(f"ctx.shared keys are SharedKey, not {type(key).__name__}")
         if key not in self._shared:
             self._shared[key] = build()
         return self._shared[key]

@@ -20,6 +20,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from functools import lru_cache
 from operator import attrgetter
+from typing import Literal
 
 from irscope.isa import model as isa
 from irscope.isa.model import Instruction, IsaFunction
@@ -67,10 +68,14 @@ def _writes(opcode: str, kind: str) -> bool:
 
 # ---- waits ---------------------------------------------------------------------------------
 
+# The wait counters (parsers/amdgcn_opcodes.py names them): gfx9-gfx11 and gfx12's.
+WaitCounter = Literal["vmcnt", "vscnt", "lgkmcnt", "expcnt",
+                      "loadcnt", "storecnt", "samplecnt", "bvhcnt", "dscnt", "kmcnt"]
+
 @dataclass(frozen=True)
 class WaitedOp:
     instruction: int  # index of the memory operation
-    distance: int  # instructions between its issue and the wait, on the shortest path
+    distance: int  # instructions between its issue and the wait, on the shortest path; -1: no path
 
 
 @dataclass(frozen=True)
@@ -78,7 +83,7 @@ class CounterWait:
     """One counter of one wait instruction and what it waits for."""
 
     wait: int  # index of the wait instruction
-    counter: str
+    counter: WaitCounter
     value: int
     outstanding: int  # most operations that may be outstanding on this counter just before it
     waited: tuple[WaitedOp, ...]  # oldest-issued first
@@ -347,10 +352,13 @@ class _Distances:
 
 # ---- MFMA operands ---------------------------------------------------------------------------
 
+MatrixOperand = Literal["A", "B"]
+
+
 @dataclass(frozen=True)
 class Feed:
     load: int  # index of the load instruction
-    operand: str  # "A" or "B"
+    operand: MatrixOperand
     hops: int  # register definitions followed from the load to the matrix op (1 = direct)
 
 

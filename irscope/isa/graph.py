@@ -8,20 +8,17 @@ emit them.
 
 The analysis runs on the blocks' successor lists directly (dominators by Cooper, Harvey
 and Kennedy's iterative algorithm): a kernel has a few hundred blocks, and building a
-networkx graph for them cost more than the rest of the per-kernel analysis. The networkx
-view (`cfg`) is still there, built on first use, for rules that want graph algorithms.
+networkx graph for them cost more than the rest of the per-kernel analysis. This is
+irscope's one dominator and loop analysis: rules ask `FunctionGraph` (through
+`ctx.graph`), not networkx.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 from irscope.isa.model import IsaFunction
-
-if TYPE_CHECKING:
-    import networkx as nx
 
 
 @dataclass(frozen=True)
@@ -33,19 +30,6 @@ class Loop:
     parent: int | None  # header of the enclosing loop
 
 
-def control_flow_graph(fn: IsaFunction) -> nx.DiGraph:
-    """Blocks as nodes (index), with `start`, `end`, `label` and `line`; edges from successors."""
-    import networkx as nx
-
-    g = nx.DiGraph()
-    for b in fn.blocks:
-        g.add_node(b.index, start=b.start, end=b.end, label=b.label, line=b.line)
-    for b in fn.blocks:
-        for s in b.successors:
-            g.add_edge(b.index, s)
-    return g
-
-
 class FunctionGraph:
     """The CFG of a function with its loops; built on first use and cached."""
 
@@ -53,19 +37,22 @@ class FunctionGraph:
         self.fn = fn
 
     @cached_property
-    def cfg(self) -> nx.DiGraph:
-        return control_flow_graph(self.fn)
+    def _successors(self) -> list:
+        return [b.successors for b in self.fn.blocks]
+
+    @cached_property
+    def _predecessors(self) -> list[list[int]]:
+        predecessors: list[list[int]] = [[] for _ in self.fn.blocks]
+        for b, succ in enumerate(self._successors):
+            for s in succ:
+                predecessors[s].append(b)
+        return predecessors
 
     @cached_property
     def loops(self) -> tuple[Loop, ...]:
-        blocks = self.fn.blocks
-        if not blocks:
+        if not self.fn.blocks:
             return ()
-        successors = [b.successors for b in blocks]
-        predecessors: list[list[int]] = [[] for _ in blocks]
-        for b, succ in enumerate(successors):
-            for s in succ:
-                predecessors[s].append(b)
+        successors, predecessors = self._successors, self._predecessors
         idom = immediate_dominators(successors, predecessors)
         # h dominates u iff u sits in h's subtree of the dominator tree: one walk numbers the
         # tree (entry and exit times), and each edge is then tested in O(1).
@@ -90,7 +77,7 @@ class FunctionGraph:
                 stack.append((child, iter(children.get(child, ()))))
         bodies: dict[int, set[int]] = {}
         latches: dict[int, list[int]] = {}
-        for u, succ in enumerate(successors):  # edges in block order, as networkx lists them
+        for u, succ in enumerate(successors):  # latches come out in block order
             if u not in idom:
                 continue
             for h in succ:
@@ -145,6 +132,30 @@ class FunctionGraph:
         for b in self.fn.blocks:
             out.extend([b.index] * (b.end - b.start))
         return out
+
+    def every_iteration(self, loop: Loop) -> frozenset[int]:
+        """Blocks of the loop that dominate all its latches: every iteration passes them. The
+        dominators are those of the loop body entered at the header (the back edges, into the
+        header, change no dominator)."""
+        inside = loop.blocks
+        successors: list[tuple[int, ...]] = [()] * len(self.fn.blocks)
+        predecessors: list[list[int]] = [[] for _ in self.fn.blocks]
+        for u in inside:
+            successors[u] = tuple(s for s in self._successors[u] if s in inside)
+            for s in successors[u]:
+                predecessors[s].append(u)
+        idom = immediate_dominators(successors, predecessors, loop.header)
+
+        def dominates(a: int, b: int) -> bool:
+            while True:
+                if a == b:
+                    return True
+                up = idom.get(b)
+                if up is None or up == b:
+                    return False
+                b = up
+
+        return frozenset(b for b in inside if all(dominates(b, latch) for latch in loop.latches))
 
     def loop_of(self, instruction: int) -> Loop | None:
         """The innermost loop holding an instruction."""
