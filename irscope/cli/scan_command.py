@@ -16,34 +16,14 @@ from irscope.cli.tui_command import run_tui
 
 def cmd_scan(args: argparse.Namespace) -> int:
     from irscope.pipeline.harvester import HarvestError
-    from irscope.render.outputs import write_text
-    from irscope.render.console import render
     from irscope.pipeline.analyze import scan
 
     from irscope.engine.selection import RuleConfigError
 
-    from irscope.cli.messages import no_default_cache
-
-    refused = refused_paths(args.paths) or (no_terminal() if args.tui else None) or \
-        (None if args.paths else no_default_cache("scan"))
+    scripts = [p for p in args.paths if p.endswith(".py")]
+    refused = _refusal(args, scripts)
     if refused:
         error(refused)
-        return EXIT_USAGE
-    scripts = [p for p in args.paths if p.endswith(".py")]
-    if scripts and (len(args.paths) > 1 or not os.path.isfile(scripts[0])):
-        error(f"give one script to run ({scripts[0]} {'is not a file' if not os.path.isfile(scripts[0]) else ''}"
-              f"{'and nothing else' if len(args.paths) > 1 else ''})".replace("( ", "("))
-        return EXIT_USAGE
-    if (args.target or args.keep is not None or args.out or args.dump or args.script_args) and not scripts:
-        error("--target, --keep, --no-keep, --out and `-- args` go with a script: "
-              "irscope scan script.py --target gfx942")
-        return EXIT_USAGE
-    from irscope.render.exports import check as check_exports
-
-    # before a long scan: two outputs on stdout, no pyarrow, a FILE unwritable or inside a scanned path
-    problem = check_exports(args, roots=_scanned_roots(args, scripts[0] if scripts else None))
-    if problem:
-        error(problem)
         return EXIT_USAGE
     if scripts:
         return _run_script(args, scripts[0])
@@ -68,9 +48,39 @@ def cmd_scan(args: argparse.Namespace) -> int:
 
     if args.tui:
         if args.json and args.json != "-":
+            from irscope.render.outputs import write_text
+
             write_text(args.json, report.to_json() + "\n")
         return run_tui(report, None, tuple(args.source))
+    _show_scan(report, args)
+    return status([report], findings_gate(report, args.fail_on))
+
+
+def _refusal(args: argparse.Namespace, scripts: list[str]) -> str | None:
+    """Why this scan is refused before anything is read or run, or None."""
+    from irscope.cli.messages import no_default_cache
+
+    refused = refused_paths(args.paths) or (no_terminal() if args.tui else None) or \
+        (None if args.paths else no_default_cache("scan"))
+    if refused:
+        return refused
+    if scripts and (len(args.paths) > 1 or not os.path.isfile(scripts[0])):
+        return (f"give one script to run ({scripts[0]} {'is not a file' if not os.path.isfile(scripts[0]) else ''}"
+                f"{'and nothing else' if len(args.paths) > 1 else ''})".replace("( ", "("))
+    if (args.target or args.keep is not None or args.out or args.dump or args.script_args) and not scripts:
+        return ("--target, --keep, --no-keep, --out and `-- args` go with a script: "
+                "irscope scan script.py --target gfx942")
+    from irscope.render.exports import check as check_exports
+
+    # before a long scan: two outputs on stdout, no pyarrow, a FILE unwritable or inside a scanned path
+    return check_exports(args, roots=_scanned_roots(args, scripts[0] if scripts else None))
+
+
+def _show_scan(report, args: argparse.Namespace) -> None:
+    """The scan's report: to each FILE asked for, else as tables on the console."""
+    from irscope.render.console import render
     from irscope.render.exports import source_roots, write_scan
+    from irscope.render.outputs import write_text
 
     to_stdout = write_scan(report, args)  # --sarif, --csv, --parquet, --markdown
     if args.json == "-":
@@ -79,7 +89,6 @@ def cmd_scan(args: argparse.Namespace) -> int:
         write_text(args.json, report.to_json() + "\n")
     if args.json != "-" and not to_stdout:
         render(report, stdout_console(), args.wide, args.every_config, args.sweep, source_roots(args))
-    return status([report], findings_gate(report, args.fail_on))
 
 
 def _scanned_roots(args: argparse.Namespace, script: str | None) -> list[str]:
@@ -92,7 +101,6 @@ def _scanned_roots(args: argparse.Namespace, script: str | None) -> list[str]:
 
 
 def _run_script(args: argparse.Namespace, script: str) -> int:
-    from irscope.render.console import render
     from irscope.engine.selection import RuleConfigError
     from irscope.pipeline.runner import run_script
     from irscope.pipeline.stand_in.devices import DEVICES
@@ -129,6 +137,14 @@ def _run_script(args: argparse.Namespace, script: str) -> int:
         finally:
             if only_for_tui:
                 kept_runs.remove([result.kept.name])
+    _show_run(report, args)
+    _say_where_the_run_is(result)
+    return _run_status(args, script, result)
+
+
+def _show_run(report, args: argparse.Namespace) -> None:
+    """The run's report, as _show_scan shows a scan's, and with --dump each kernel's pass timeline."""
+    from irscope.render.console import render
     from irscope.render.exports import source_roots, write_scan
 
     to_stdout = write_scan(report, args) if report.kernels else False  # --sarif, --csv, --parquet, --markdown
@@ -149,9 +165,13 @@ def _run_script(args: argparse.Namespace, script: str) -> int:
                 if kr.passes is not None:
                     out.print()
                     out.print(timeline_view(kr.passes, width=None if args.wide else out.width), soft_wrap=True)
-    _say_where_the_run_is(result)
+
+
+def _run_status(args: argparse.Namespace, script: str, result) -> int:
+    """The exit status of a script run: 2 when it compiled no kernel, 3 when the script failed, else the scan's."""
     from irscope.pipeline.runner_child import NO_DRIVER
 
+    report = result.report
     if result.exit_code == NO_DRIVER and not report.kernels:
         return EXIT_USAGE  # the child said why
     if report.run.reason:
