@@ -1,6 +1,6 @@
 """Code shape (issue 24, docs/architecture.md "Invariants"): files under irscope/, parsers/, rules/ and tui/ stay
 at most 600 lines; a function stays at most 80 lines and at most 25 in cyclomatic complexity unless a comment on
-its def line or the line just above says why (`# long: <why>`, `# complex: <why>`).
+its def line or the line just above says why (`# long: <why>`, `# complex: <why>`, `# long, complex: <why>`).
 
 Measured with `ast`: a function's length is end_lineno - lineno + 1 (its decorators not counted); its complexity
 is 1 + its decision points, the branches mccabe counts and a few it does not: each if/elif, for, while, except,
@@ -22,8 +22,10 @@ PACKAGES = ("irscope", "parsers", "rules", "tui")
 MAX_FILE_LINES = 600
 MAX_FUNCTION_LINES = 80
 MAX_COMPLEXITY = 25
-LONG = re.compile(r"#\s*long:\s*\S")
-COMPLEX = re.compile(r"#\s*complex:\s*\S")
+# `# long: <why>`, `# complex: <why>`, or both: `# long, complex: <why>`
+_MARKER = r"#\s*(?:(?:long|complex)\s*,\s*)?{}(?:\s*,\s*(?:long|complex))?:\s*\S"
+LONG = re.compile(_MARKER.format("long"))
+COMPLEX = re.compile(_MARKER.format("complex"))
 
 _DECISIONS = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.ExceptHandler, ast.With, ast.AsyncWith, ast.Assert,
               ast.match_case)
@@ -115,7 +117,9 @@ def test_complexity_counts_each_decision_point():
     assert complexity(inner) == 2
 
 
-@pytest.mark.parametrize("marker,flagged", [("", True), ("  # long: a read loop, measured faster whole", False)])
+@pytest.mark.parametrize("marker,flagged", [("", True), ("  # long: a read loop, measured faster whole", False),
+                                            ("  # long, complex: a read loop", False),
+                                            ("  # complex: says nothing of its length", True)])
 def test_a_long_function_is_named_unless_a_comment_says_why(tmp_path, marker, flagged):
     body = "".join(f"    x = {i}\n" for i in range(MAX_FUNCTION_LINES))
     problems = _shape_of(tmp_path, f"def long_one():{marker}\n{body}")

@@ -24,7 +24,7 @@ from conftest import REPO
 pytest.importorskip("triton")
 pytest.importorskip("torch")
 
-from irscope import kept_runs  # noqa: E402
+from irscope.pipeline import kept_runs  # noqa: E402
 from irscope.cli.main import main  # noqa: E402
 from irscope.render.runs import runs_table  # noqa: E402
 from irscope.model.report import Report  # noqa: E402
@@ -241,7 +241,8 @@ def test_tui_opens_a_run_whose_artifacts_are_there(home, monkeypatch, keep_flag,
         return 0
 
     monkeypatch.setattr(irscope.cli.scan_command, "run_tui", browser)
-    monkeypatch.setattr(irscope.cli.scan_command, "no_terminal", lambda: None)  # as in a terminal: pytest's stdin is none
+    # as in a terminal: pytest's stdin is none
+    monkeypatch.setattr(irscope.cli.scan_command, "no_terminal", lambda: None)
     argv = ["scan", str(REPO / "examples" / "vector_add.py"), "--target", "gfx942", "--tui"]
     assert main(argv + ([keep_flag] if keep_flag else [])) == 0
     assert seen["artifacts"] and all(seen["artifacts"])
