@@ -80,6 +80,7 @@ class AmdgcnParser:
         self.metadata_lines: list[str] = []
         self.in_descriptor = False
 
+    # long, complex: the per-line read loop, its hot path inlined on purpose (per-line calls were most of the cost)
     def parse(self) -> IsaProgram:
         # The hot path (an instruction line inside a function, a `.loc`) is inlined here, with
         # per-mnemonic facts and per-`.loc` tuples looked up in dicts: a kernel has ~1,500

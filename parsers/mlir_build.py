@@ -179,6 +179,7 @@ class ModuleBuilder:
             attrs["keywords"] = tuple(syntax.keywords)
         return attrs
 
+    # complex: a table-driven dispatcher, one branch per kind of op result, first match wins
     def _result_types(self, syntax, canonical: str) -> tuple[list, bool]:
         count = sum(n for _, n in syntax.results)
         if count == 0:

@@ -142,6 +142,7 @@ def read_statements(text: str) -> list[Statement] | None:
             gc.enable()
 
 
+# long, complex: lexer, post-lexer and bracket stack in one loop with its state in locals: ~10x lark (docstring)
 def _read(text: str) -> list[Statement]:
     if _odd_space(text):
         raise _Decline

@@ -55,6 +55,7 @@ class MlirPostLexer(PostLex):
         self.problems: list[tuple[int, str, str]] = []
         self.join_lines = True  # off for the retry when a wrapped-line guess went wrong
 
+    # complex: the post-lexer's token loop, one state machine (brackets, held newlines); to split, measure first
     def process(self, stream: Iterator[Token]) -> Iterator[Token]:
         self.problems = []
         stack: list[tuple[str, Token]] = []  # (closer type, opening token)

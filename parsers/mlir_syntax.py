@@ -224,6 +224,7 @@ def _top_level_index(body: list, kind: str, last: bool = False) -> int:
     return found
 
 
+# complex: to split: the signature forms (`: A -> B`, iter_args, warp_specialize's regions) read in one place
 def _read_signature(syntax: OpSyntax, body: list, name: str) -> None:
     arrow = _top_level_index(body, "ARROW")
     colon = _top_level_index(body, "COLON", last=True)

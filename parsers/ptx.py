@@ -146,6 +146,7 @@ class _Reader:
         self.debug: dict[str, list[str]] = {}  # .debug_abbrev / .debug_info lines
         self.label_at: list[dict[str, int]] = []  # per function: every label -> instruction index
 
+    # long, complex: the line-by-line read loop, its state in locals across lines; to split, measure first
     def read(self, text: str) -> None:
         state = _TOP
         data_depth, opened = 0, False

@@ -103,6 +103,7 @@ class _Reader:
         self.files: dict[int, str] = {}  # numbered in order of first appearance
         self.source_cache: dict[str, SourceLine | None] = {}
 
+    # long, complex: the line-by-line read loop, its state in locals across lines; to split, measure first
     def read(self, text: str) -> None:
         name: str | None = None
         fline = 0
@@ -304,6 +305,7 @@ def _access(space: str, mods: list[str], default: int | None = 4) -> MemoryAcces
     return _memory(space, width, signed)
 
 
+# complex: a table-driven dispatcher on the opcode's root, one branch per opcode family (cached per opcode)
 @lru_cache(maxsize=None)
 def _sass_class(opcode: str) -> _Op:
     """Kind, memory access, matrix shape, wait and branch type of a SASS opcode (unknown: OTHER)."""

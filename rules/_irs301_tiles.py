@@ -77,6 +77,7 @@ def load_bits(module, op) -> int | None:
     return getattr(element_of(module.values[vid].type), "bits", None) if vid is not None else None
 
 
+# complex: to split: one worklist walk with a branch per kind of op it passes through
 def trace(module, vid: int) -> Tile:
     """Walk back from `vid` through moves, casts, spreads, elementwise work and region plumbing."""
     flow = value_flow(module)

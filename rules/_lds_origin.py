@@ -31,6 +31,7 @@ _COPIES = ("ttg.convert_layout", "amdg.in_thread_transpose", "arith.trunc", "ari
 _WALK = ("arith.", "math.", *_COPIES)
 
 
+# complex: to split: one walk back through copies with a branch per origin it can find
 def tile_origin(module, tile: LdsOp) -> Origin:
     """What the tile is, followed back from the value written to LDS (a read: what its writers stored)
     through copies (converts, casts, loop plumbing): loaded from memory, a broadcast load, a dot's

@@ -35,6 +35,7 @@ def _shape(module, vid) -> tuple[int, ...]:
     return tuple(d or 0 for d in ty.shape) if isinstance(ty, TensorType) else ()
 
 
+# complex: to split: the kinds of per-program work (split loop, scan, rows...) tried in order
 def program_work(module) -> ProgramWork:
     ops = module.ops
     dots = [op for op in ops if op.canonical_name in DOTS]

@@ -426,6 +426,7 @@ def _transpose_cause(text: str, conv, transpose: Transpose, generated: InductorK
                    f"removes it; {data}; otherwise it is the cost of the transposed access")
 
 
+# long, complex: to split: the cause and fix of a narrow operand, one sentence part per case
 def _operand_cause(feeds, module, operand: _Operand, origin: Origin, group: _Group) -> tuple[str, str]:
     tile = group.tile
     fed = sorted({(m.opcode, name, m.args[1] if name == "A" else m.args[2])

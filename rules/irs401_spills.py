@@ -178,6 +178,7 @@ def _amd(rule, ctx, res: AmdResources):
                          python=python, message=message, fix=_fix(ctx), evidence=evidence, severity=_severity(found))]
 
 
+# complex: to split: stack, local and PTX/SASS access cases of an NVIDIA spill, in one place
 def _nvidia(rule, ctx, res: NvidiaResources):
     stack, local = _value(res.stack_bytes), _value(res.local_bytes)
     ptx, in_ptx = _accesses(ctx, "ptx")

@@ -65,6 +65,7 @@ class LdsLimitedOccupancy(Rule):
     severity = "warning"
     stages = ("occupancy",)
 
+    # complex: to split: the limiter, the step that would lift it and its message, in one place
     def check(self, ctx):
         occ = ctx.occupancy
         o = occ.occupancy

@@ -69,18 +69,7 @@ RULE_MODULE = re.compile(r"^irscope\.rules\.irs\d{3}_\w+$")
 
 # Rule-to-rule imports that the rules part of issue 24 (branch i24-rulesep) removes; delete an entry
 # when its import is gone (test_the_allow_list_is_not_stale says when).
-RULE_IMPORTS_ALLOWED: frozenset[tuple[str, str]] = frozenset({
-    # (issue 24: moved by the rules part)
-    ("irscope.rules.irs103_narrow_lds_access", "irscope.rules.irs202_barriers_per_iteration"),
-    # (issue 24: moved by the rules part)
-    ("irscope.rules.irs201_drained_wait_in_loop", "irscope.rules.irs202_barriers_per_iteration"),
-    # (issue 24: moved by the rules part)
-    ("irscope.rules.irs302_convert_before_store", "irscope.rules.irs301_lds_round_trip"),
-    # (issue 24: moved by the rules part)
-    ("irscope.rules.irs403_lds_limited_occupancy", "irscope.rules.irs402_vgprs_above_step"),
-    # (issue 24: moved by the rules part)
-    ("irscope.rules.irs404_occupancy_one", "irscope.rules.irs402_vgprs_above_step"),
-})
+RULE_IMPORTS_ALLOWED: frozenset[tuple[str, str]] = frozenset()
 
 # Imports that still go up a layer, each with why it is not fixed yet (issue 24 left them for a later
 # change; test_the_allow_lists_are_not_stale says when one can go). Nothing else may be added here.
@@ -116,11 +105,7 @@ UPWARD_ALLOWED: frozenset[tuple[str, str]] = frozenset({
 
 # Circles inside rules/ (owned by the rules part of issue 24): a component made only of these modules is
 # allowed until that part moves what they share into a rules/_*.py helper.
-CYCLES_ALLOWED: frozenset[frozenset[str]] = frozenset({
-    # (issue 24: moved by the rules part)
-    frozenset({"irscope.rules._barrier_causes", "irscope.rules._barrier_fixes",
-               "irscope.rules.irs202_barriers_per_iteration"}),
-})
+CYCLES_ALLOWED: frozenset[frozenset[str]] = frozenset()
 
 
 @dataclass(frozen=True)

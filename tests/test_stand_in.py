@@ -232,7 +232,7 @@ def test_sm_90_answers_what_an_h100_reported():
 @pytest.mark.parametrize("keep_flag,kept_after", [("--no-keep", False), (None, True)])
 def test_tui_opens_a_run_whose_artifacts_are_there(home, monkeypatch, keep_flag, kept_after):
     """`scan SCRIPT --tui` opens the browser while the run's files exist; --no-keep removes them after."""
-    import irscope.cli.main
+    import irscope.cli.scan_command
 
     seen = {}
 
@@ -240,8 +240,9 @@ def test_tui_opens_a_run_whose_artifacts_are_there(home, monkeypatch, keep_flag,
         seen["artifacts"] = [Path(a.path).is_file() for k in report.kernels for a in k.kernel.artifacts]
         return 0
 
-    monkeypatch.setattr(irscope.cli.main, "_run_tui", browser)
-    monkeypatch.setattr(irscope.cli.main, "_no_terminal", lambda: None)  # as in a terminal: pytest's stdin is none
+    monkeypatch.setattr(irscope.cli.scan_command, "run_tui", browser)
+    # as in a terminal: pytest's stdin is none
+    monkeypatch.setattr(irscope.cli.scan_command, "no_terminal", lambda: None)
     argv = ["scan", str(REPO / "examples" / "vector_add.py"), "--target", "gfx942", "--tui"]
     assert main(argv + ([keep_flag] if keep_flag else [])) == 0
     assert seen["artifacts"] and all(seen["artifacts"])

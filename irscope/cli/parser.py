@@ -1,6 +1,6 @@
 """The `irscope` command line's arguments: every command, its flags and their help.
 
-The functions that run the commands are in irscope/cli/main.py, which hands them to build_parser.
+The functions that run the commands are in irscope/cli/*_command.py; irscope/cli/main.py hands them to build_parser.
 """
 
 from __future__ import annotations
@@ -10,8 +10,10 @@ from typing import Callable, Mapping
 
 from irscope._version import __version__
 
+_Commands = Mapping[str, Callable[[argparse.Namespace], int]]
 
-def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) -> argparse.ArgumentParser:
+
+def build_parser(commands: _Commands) -> argparse.ArgumentParser:
     """The command line; `commands` maps each command's name to the function that runs it (irscope/cli/main.py)."""
     from irscope.cli.messages import Parser, add_debug_everywhere, add_usage_line
 
@@ -24,6 +26,21 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     parser.add_argument("--debug", action="store_true", help=debug_help)
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
 
+    scan = _add_scan(sub, commands)
+    _add_diff(sub, commands)
+    _add_tui(sub, commands)
+    _add_baseline(sub, commands)
+    _add_passes(sub, commands)
+    _add_rules(sub, commands)
+    _add_occupancy(sub, commands)
+    _add_runs(sub, commands)
+    add_debug_everywhere(sub.choices.values(), debug_help)  # `irscope scan --debug X` too
+    add_usage_line(scan, "[options] SCRIPT.py [-- ARGS ...]")
+    return parser
+
+
+def _add_scan(sub, commands: _Commands) -> argparse.ArgumentParser:
+    """`irscope scan PATH...` and `irscope scan SCRIPT.py [-- ARGS]`."""
     scan = sub.add_parser(
         "scan", help="list every kernel under a Triton cache with its resource usage",
         description="Harvest every kernel under PATH (default: $TRITON_CACHE_DIR, else "
@@ -36,7 +53,7 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
                            "hash directory or artifact; or SCRIPT.py [-- ARGS ...]: run the script (ARGS are its "
                            "own) and scan the kernels it compiles")
     scan.add_argument("--json", metavar="FILE", help="write the report as JSON to FILE ('-' for stdout)")
-    from irscope.render.exports import add_diff_flags, add_scan_flags
+    from irscope.render.exports import add_scan_flags
 
     add_scan_flags(scan)  # --sarif, --csv, --parquet, --markdown (irscope/render/exports.py)
     scan.add_argument("--sass", action="store_true",
@@ -71,6 +88,12 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     _quiet_flag(scan)
     _selection_flags(scan)
     scan.set_defaults(func=commands["scan"])
+    return scan
+
+
+def _add_diff(sub, commands: _Commands) -> None:
+    """`irscope diff BEFORE AFTER`."""
+    from irscope.render.exports import add_diff_flags
 
     diff = sub.add_parser(
         "diff", help="compare two builds: resources, occupancy, instruction mix, findings, layouts",
@@ -95,6 +118,9 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     _quiet_flag(diff)
     diff.set_defaults(func=commands["diff"])
 
+
+def _add_tui(sub, commands: _Commands) -> None:
+    """`irscope tui [PATH...] [--diff BEFORE AFTER]`."""
     tui = sub.add_parser(
         "tui", help="browse kernels, IR, ISA, findings, occupancy and diffs in the terminal",
         description="Open the Textual browser on a cache, kernel directory or saved report (default: the "
@@ -107,6 +133,9 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     _analysis_flags(tui)
     tui.set_defaults(func=commands["tui"])
 
+
+def _add_baseline(sub, commands: _Commands) -> None:
+    """`irscope baseline PATH > irscope-baseline.json`."""
     baseline = sub.add_parser(
         "baseline", help="write the current findings as accepted, for pytest --irscope-baseline",
         description="Scan PATH (or read a saved report) and write its findings to stdout as a baseline: "
@@ -118,6 +147,9 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     _selection_flags(baseline)
     baseline.set_defaults(func=commands["baseline"])
 
+
+def _add_passes(sub, commands: _Commands) -> None:
+    """`irscope passes DUMP`."""
     passes = sub.add_parser(
         "passes", help="the pass timeline of an MLIR_ENABLE_DUMP log",
         description="Read a saved MLIR_ENABLE_DUMP log (plain or .gz) and show, per kernel, the passes in "
@@ -130,6 +162,9 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     _wide_flag(passes)
     passes.set_defaults(func=commands["passes"])
 
+
+def _add_rules(sub, commands: _Commands) -> None:
+    """`irscope rules` and `irscope explain CODE`."""
     rules = sub.add_parser("rules", help="list the rules: code, slug, severity, what each finds",
                            description="List every registered rule (irscope's own and any installed plugin's).")
     rules.set_defaults(func=commands["rules"])
@@ -139,6 +174,9 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     explain.add_argument("rule", metavar="CODE", help="a rule code (IRS101) or slug (narrow-global-load)")
     explain.set_defaults(func=commands["explain"])
 
+
+def _add_occupancy(sub, commands: _Commands) -> None:
+    """`irscope occupancy [PATH...]`, or a what-if with --arch and numbers."""
     occ = sub.add_parser(
         "occupancy", help="occupancy of harvested kernels, or of numbers you give (what-if)",
         description="With PATH: the occupancy of every kernel under PATH (filter with --kernel), "
@@ -163,6 +201,9 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     _wide_flag(occ)
     occ.set_defaults(func=commands["occupancy"])
 
+
+def _add_runs(sub, commands: _Commands) -> None:
+    """`irscope runs [list|rm]` and `irscope cache [info|clear]`."""
     runs = sub.add_parser(
         "runs", help="list or remove the kept runs of `irscope scan script.py`",
         description="Script runs are kept where irscope keeps its data ($IRSCOPE_CACHE_DIR, else "
@@ -183,9 +224,6 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
                     "`info` (the default) says where it is, its entries and size; `clear` removes it.")
     cache.add_argument("action", nargs="?", choices=("info", "clear"), default="info")
     cache.set_defaults(func=commands["cache"])
-    add_debug_everywhere(sub.choices.values(), debug_help)  # `irscope scan --debug X` too
-    add_usage_line(scan, "[options] SCRIPT.py [-- ARGS ...]")
-    return parser
 
 
 def _wide_flag(parser: argparse.ArgumentParser) -> None:

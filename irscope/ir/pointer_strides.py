@@ -81,6 +81,7 @@ class PointerStrides:
             self._scalars[value_id] = int(match.group(1)) if match else RUNTIME
         return self._scalars[value_id]
 
+    # complex: a dispatcher, one short branch per op (make_range, splat, expand_dims, broadcast, add, mul)
     def _compute(self, vid: int) -> Strides | None:
         ty = self.module.values[vid].type
         if not isinstance(ty, TensorType) or not ty.shape:

@@ -141,6 +141,7 @@ FACTORIES = ("empty", "zeros", "ones", "full", "rand", "randn", "randint", "rand
 TENSOR_METHODS = ("to", "new_empty", "new_zeros", "new_ones", "new_full", "new_tensor", "new_empty_strided")
 
 
+# long: to split: the wrappers it installs share its closure (cuda0, cpu, on_gpu); kept whole for now
 def _keep_cuda_tensors_on_the_cpu(ask) -> None:
     """Make "cuda" allocations CPU tensors that say they live on cuda:0 (torch's own functions are
     wrapped, not a TorchFunctionMode: a mode is off inside the calls it handles, backward() among them).
