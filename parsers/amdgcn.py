@@ -22,7 +22,7 @@ from irscope.ir.llvm_ir import SourceLine
 from irscope.model.kernel import Fact, Origin
 from irscope.parsers import amdgcn_opcodes as ops
 from irscope.parsers.asm_source import by_basename, call_sites
-from irscope.parsers.errors import ArtifactError
+from irscope.model.errors import ArtifactError
 from irscope.parsers.isa_blocks import BlockBuilder
 
 _ARGS = re.compile(r"\w+:\[[^\]]*\]|[^\s,]+")

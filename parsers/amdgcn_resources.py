@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from irscope.model.kernel import AmdResources, Fact, Origin
-from irscope.parsers.errors import ArtifactError
+from irscope.model.errors import ArtifactError
 from irscope.parsers.lines import LineIndex
 
 _FIGURES = re.compile(

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from irscope.model.kernel import Fact, Origin
-from irscope.parsers.errors import ArtifactError
+from irscope.model.errors import ArtifactError
 
 EIATTR_FRAME_SIZE = 0x11
 EIATTR_MIN_STACK_SIZE = 0x12

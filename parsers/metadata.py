@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from irscope.model.kernel import Fact, KernelOptions, Origin, Target
-from irscope.parsers.errors import ArtifactError, decode_text
+from irscope.model.errors import ArtifactError, decode_text
 from irscope.model.safe_text import surrogates_escaped
+from irscope.model.json_input import ALWAYS_KEYS
 
 
 @dataclass(frozen=True)
@@ -36,9 +37,9 @@ _INT_OPTIONS = (
 )
 
 
-# Keys of every json in fixtures/ (Triton 3.0-3.9, hip and cuda) that irscope reads: one missing
-# is a file edited or cut, and said so; the others come and go between versions.
-ALWAYS_KEYS = ("name", "hash", "target", "num_warps", "num_stages", "num_ctas", "shared")
+# ALWAYS_KEYS (irscope/model/json_input.py): keys of every json in fixtures/ (Triton 3.0-3.9, hip and
+# cuda) that irscope reads: one missing is a file edited or cut, and said so; the others come and go
+# between versions.
 
 
 def parse_metadata(data: bytes, path: str) -> Metadata:

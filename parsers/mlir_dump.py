@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from irscope.parsers.errors import ArtifactError, decode_text
+from irscope.model.errors import ArtifactError, decode_text
 
 HEADER = re.compile(r"^// -----// IR Dump (Before|After) (.+?) \('([\w.]+)' operation(?:: @(.*))?\) //----- //$")
 _NAME = re.compile(r"^(\w+)(?: \(([^)]*)\)|: ([^{\s]+)(\{.*\})?)?$")
@@ -150,12 +150,12 @@ _CHUNK = 1 << 20
 
 def read_dump(path: str, limit: int | None = None) -> MlirDump:
     """An MLIR_ENABLE_DUMP log from a file, plain or gzipped, of at most `limit` bytes as text
-    (default: DUMP_FACTOR times the per-artifact limit, parsers/limits.py).
+    (default: DUMP_FACTOR times the per-artifact limit, irscope/model/limits.py).
 
     Read, decompressed, checked and split a block at a time: the working set is the text once
     (as one string per block) and one block, whatever the file holds; binary data (a NUL byte)
     is rejected in the block where it starts, a gzip bomb as soon as it passes the limit."""
-    from irscope.parsers.limits import DUMP_FACTOR, DUMP_LIMIT, max_file_size, too_large
+    from irscope.model.limits import DUMP_FACTOR, DUMP_LIMIT, max_file_size, too_large
 
     limit = max_file_size() * DUMP_FACTOR if limit is None else limit
     with open(path, "rb") as f:
@@ -166,7 +166,7 @@ def read_dump(path: str, limit: int | None = None) -> MlirDump:
 
 
 def read_dump_bytes(data: bytes, path: str, limit: int | None = None) -> MlirDump:
-    from irscope.parsers.limits import DUMP_FACTOR, max_file_size
+    from irscope.model.limits import DUMP_FACTOR, max_file_size
 
     return _read_stream(io.BytesIO(data), path, max_file_size() * DUMP_FACTOR if limit is None else limit)
 
@@ -185,7 +185,7 @@ def _read_stream(f: BinaryIO, path: str, limit: int) -> MlirDump:
 
 def _chunks(f: BinaryIO, path: str, limit: int) -> Iterator[bytes]:
     """The file's bytes (decompressed if gzipped) a chunk at a time; an error once past `limit`."""
-    from irscope.parsers.limits import DUMP_LIMIT, format_size, too_large
+    from irscope.model.limits import DUMP_LIMIT, format_size, too_large
 
     gzipped = f.read(2) == b"\x1f\x8b"
     f.seek(0)

@@ -33,7 +33,7 @@ from irscope.isa.model import (
 from irscope.ir.llvm_ir import SourceLine
 from irscope.model.kernel import Fact, Origin
 from irscope.parsers.asm_source import by_basename, call_sites
-from irscope.parsers.errors import ArtifactError
+from irscope.model.errors import ArtifactError
 from irscope.parsers.isa_blocks import BlockBuilder
 from irscope.parsers.ptx_dwarf import DWARF_SECTIONS, inlined_ranges
 

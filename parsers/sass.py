@@ -24,7 +24,7 @@ from irscope.isa.model import (
 )
 from irscope.ir.llvm_ir import SourceLine
 from irscope.model.kernel import Fact, Origin
-from irscope.parsers.errors import ArtifactError
+from irscope.model.errors import ArtifactError
 from irscope.parsers.isa_blocks import BlockBuilder
 
 # 	//## File "/work/.../standard.py", line 43 inlined at "/tmp/.../gemm.py", line 31

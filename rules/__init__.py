@@ -2,7 +2,7 @@
 
 One rule per module, `irsNNN_<slug>.py`; each registers through the `irscope.rules`
 entry-point group in pyproject.toml, the way a third-party rule package would. `BUILTIN`
-is the same list, for a source tree that was never installed.
+is the same list (tests/test_rules_engine.py checks that the two agree).
 """
 
 from __future__ import annotations

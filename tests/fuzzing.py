@@ -96,7 +96,7 @@ def spread(files: list[Path], n: int, max_size: int | None = None) -> list[Path]
 
 def _text(parse):
     def run(data: bytes, path: str):
-        from irscope.parsers.errors import decode_text
+        from irscope.model.errors import decode_text
 
         return parse(decode_text(data, path), path)
     return run
@@ -168,7 +168,7 @@ class Outcome:
 def check(parser: str, parse: Callable[[bytes, str], object], case: Case, path: str | None = None) -> Outcome:
     """Run one parser on one case: it returns, or raises ArtifactError naming this path and a line
     of the file; anything else is a bug, with its traceback in `detail`."""
-    from irscope.parsers.errors import ArtifactError
+    from irscope.model.errors import ArtifactError
 
     path = path or str(case.file)
     started = time.perf_counter()

@@ -82,25 +82,6 @@ UPWARD_ALLOWED: frozenset[tuple[str, str]] = frozenset({
         ("mlir_attributes", "ir.mlir"), ("mlir_attributes", "ir.layouts.params"), ("mlir_build", "ir.types"),
         ("mlir_build", "ir.mlir"), ("mlir_parser", "ir.mlir"), ("mlir_syntax", "ir.mlir"), ("ptx", "isa.model"),
         ("ptx", "ir.llvm_ir"), ("sass", "isa.model"), ("sass", "ir.llvm_ir"))},
-    # Artifact reading and report input use the parsers' ArtifactError and size limits (parsers/errors.py,
-    # limits.py, metadata.ALWAYS_KEYS): those belong in the model layer; not moved yet.
-    ("irscope.model.artifact_reader", "irscope.parsers.errors"),
-    ("irscope.model.artifact_reader", "irscope.parsers.limits"),
-    ("irscope.model.json_input", "irscope.parsers.errors"),
-    ("irscope.model.json_input", "irscope.parsers.limits"),
-    ("irscope.model.json_input", "irscope.parsers.metadata"),
-    # A family's "does not fit" message names the hardware's LDS/shared memory (occupancy's arch tables).
-    ("irscope.model.families", "irscope.occupancy.amd"),
-    ("irscope.model.families", "irscope.occupancy.nvidia"),
-    # Reading .s/.ptx resource directives lives in occupancy/resources.py; it belongs with the ISA readers.
-    ("irscope.ir.artifact_shape", "irscope.occupancy.resources"),
-    ("irscope.isa.assembly", "irscope.occupancy.resources"),
-    # Behaviour: a source checkout with no entry points falls back to the built-in rules (function level).
-    ("irscope.engine.selection", "irscope.rules"),
-    # The result index writes its database with the exports' atomic writer; belongs below the pipeline.
-    ("irscope.pipeline.result_index", "irscope.render.outputs"),
-    # The exports use the CLI's closed-stdout guard (owned by the CLI part of issue 24).
-    ("irscope.render.exports", "irscope.cli.closed_stdout"),
 })
 
 # Circles inside rules/ (owned by the rules part of issue 24): a component made only of these modules is

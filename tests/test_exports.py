@@ -60,10 +60,10 @@ def _strict(schema: dict) -> dict:
 
 
 def test_committed_json_schema_is_current():
-    from irscope.model.schema import schema_text
+    from irscope.render.schema import schema_text
 
     assert (REPO / "docs" / "report.schema.json").read_text() == schema_text(), \
-        "regenerate: python -m irscope.model.schema docs/report.schema.json"
+        "regenerate: python -m irscope.render.schema docs/report.schema.json"
 
 
 def test_json_report_matches_its_schema(corpus_report):

@@ -12,7 +12,7 @@ from rich.cells import cell_len
 from rich.console import Console
 from test_tables_fit import WIDTHS, _check_fits, _parse
 
-from irscope.model.families import families
+from irscope.occupancy.families import families, report_json
 from irscope.render.console import render, short_key
 from irscope.render.families import config_table, family_block
 
@@ -128,7 +128,7 @@ def test_the_family_view_fits_the_terminal(sweep_reports, target, width):
 
 def test_json_keeps_every_kernel_and_adds_the_families(sweep_reports):
     report = sweep_reports["gfx942"]
-    data = json.loads(report.to_json())
+    data = json.loads(report_json(report))
     assert len(data["kernels"]) == 84
     (family,) = [f for f in data["families"] if len(f["configs"]) > 1]
     keys = {k["kernel"]["key"] for k in data["kernels"]}

@@ -22,8 +22,8 @@ import pytest
 import fuzzing
 from conftest import FIXTURES, REPO, copy_tree, require_nvdisasm
 
-from irscope.parsers.errors import ArtifactError
-from irscope.parsers.limits import DEFAULT_MAX_FILE_SIZE, parse_size, read_limited
+from irscope.model.errors import ArtifactError
+from irscope.model.limits import DEFAULT_MAX_FILE_SIZE, parse_size, read_limited
 from irscope.pipeline.analyze import scan
 
 SEED = 12  # issue 12

@@ -14,7 +14,7 @@ from conftest import kernel_dirs
 
 from irscope.parsers.amdgcn_resources import parse_amd_resources
 from irscope.parsers.cubin import parse_cubin
-from irscope.parsers.errors import ArtifactError, decode_text
+from irscope.model.errors import ArtifactError, decode_text
 from irscope.parsers.metadata import parse_metadata
 
 MALFORMED = Path(__file__).parent / "malformed"

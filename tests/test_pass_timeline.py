@@ -9,7 +9,7 @@ import pytest
 from conftest import FIXTURES, REPO
 
 from irscope.cli.main import main
-from irscope.parsers.errors import ArtifactError
+from irscope.model.errors import ArtifactError
 from irscope.parsers.mlir_dump import parse_mlir_dump
 from irscope.ir.pass_timeline import timelines
 

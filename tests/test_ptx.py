@@ -15,7 +15,7 @@ import pytest
 from conftest import FIXTURES, artifact_files, backend_entries, load_manifest
 
 from irscope.isa import model as isa
-from irscope.parsers.errors import ArtifactError, decode_text
+from irscope.model.errors import ArtifactError, decode_text
 from irscope.parsers.ptx import parse_ptx, ptx_operand, ptx_registers
 
 MANIFEST = load_manifest()

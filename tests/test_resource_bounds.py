@@ -16,8 +16,8 @@ import pytest
 from conftest import FIXTURES, copy_tree
 from rich.text import Text
 
-from irscope.parsers.errors import ArtifactError
-from irscope.parsers.limits import STAGE_LIMITS, limit_for
+from irscope.model.errors import ArtifactError
+from irscope.model.limits import STAGE_LIMITS, limit_for
 from irscope.pipeline.analyze import scan
 
 TTGIR = FIXTURES / "caches/triton-3.6/XB3WGP47NKIFUCOTCSH5IFSZY7FW6XEJYFJZHULLPKODQGZD2GPQ/attn_fwd_kernel.ttgir"

@@ -232,7 +232,7 @@ def test_404_nvidia_one_warp_per_scheduler_what_if():
     irscope's what-if (`irscope occupancy --shared`) fits one 4-warp block: one warp per scheduler."""
     from irscope.pipeline.harvester import harvest
     from irscope.occupancy.calculator import kernel_occupancy
-    from irscope.occupancy.resources import read_resources
+    from irscope.isa.resources import read_resources
     from irscope.engine.context import KernelContext
 
     (e,) = entries("3.9", fixture="gemm_aligned", arch="sm_90")

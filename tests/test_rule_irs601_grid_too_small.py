@@ -37,7 +37,7 @@ def test_silent_on_the_fixtures_without_launches(found, version):
 def context(version: str, fixture: str, arch: str):
     from irscope.pipeline.harvester import harvest
     from irscope.occupancy.calculator import kernel_occupancy
-    from irscope.occupancy.resources import read_resources
+    from irscope.isa.resources import read_resources
     from irscope.engine.context import KernelContext
 
     (e,) = [e for e in load_manifest()["kernels"] if e["cache"] == f"caches/triton-{version}"

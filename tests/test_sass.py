@@ -21,7 +21,7 @@ from conftest import FIXTURES, backend_entries, load_manifest, require_nvdisasm
 
 from irscope.isa import model as isa
 from irscope.isa import nvtools
-from irscope.parsers.errors import ArtifactError
+from irscope.model.errors import ArtifactError
 from irscope.parsers.ptx import parse_ptx
 from irscope.parsers.sass import parse_sass, sass_operand
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, copy_tree
 
-from irscope.parsers.errors import ArtifactError
+from irscope.model.errors import ArtifactError
 from irscope.pipeline.analyze import scan
 from irscope.model.report import Report
 from irscope.diff.stage import stage_diff

@@ -556,7 +556,7 @@ def test_diff_mode_shows_the_stage_diff_opens_both_kernels_and_names_the_unpaire
 
 def test_f_lists_the_families_enter_shows_a_sweep_and_opens_a_configs_kernel(report):
     """The family view: the list, a family's config sweep, a config's kernel, and back with Esc each step."""
-    from irscope.model.families import families
+    from irscope.occupancy.families import families
     from irscope.tui.families_view import FamiliesScreen, FamilyScreen
     from irscope.tui.kernel_view import KernelScreen
     from irscope.tui.kernels import KernelsScreen

@@ -123,7 +123,7 @@ def test_kernel_view_source_with_findings_and_mix(snap_compare, report):
 
 def test_family_sweep(snap_compare, report):
     """`f`, then Enter on the family with the most configs: its sweep table, spills and shared findings."""
-    from irscope.model.families import families
+    from irscope.occupancy.families import families
 
     many = [f for f in families(report.kernels) if len(f.configs) > 1]
     biggest = many.index(max(many, key=lambda f: len(f.configs)))

@@ -1,6 +1,6 @@
 """Kernel families in the browser: `f` on the kernel table lists them, Enter shows one's config sweep.
 
-A family is the configs of one kernel that differ only by autotune parameters (irscope/model/families.py).
+A family is the configs of one kernel that differ only by autotune parameters (irscope/occupancy/families.py).
 The sweep screen is what `irscope scan --sweep` prints for it, with the same cells
 (irscope/render/families.py): every config a row, numbered #1.. most serious first, then which
 configs cannot launch and why, and the family's findings once per rule and Python line. Enter on
@@ -20,7 +20,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from irscope.model.families import Family
+from irscope.occupancy.families import Family
 from irscope.model.kernel import KernelReport
 from irscope.render.families import (HEADERS, autotune_line, config_columns, config_row, counts, family_heading,
                                      launch_lines, shared_finding_lines)
@@ -49,7 +49,7 @@ class FamiliesScreen(Screen):
                                                                      show=False)]
 
     def __init__(self, kernels: Sequence[KernelReport], source_dirs: tuple[str, ...] = ()) -> None:
-        from irscope.model.families import families
+        from irscope.occupancy.families import families
 
         super().__init__()
         self.kernels = {r.kernel.key: r for r in kernels}

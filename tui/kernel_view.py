@@ -19,7 +19,7 @@ from textual.widgets.option_list import Option
 
 from irscope.ir.line_map import LineMap, line_map
 from irscope.model.kernel import KernelReport, Problem
-from irscope.parsers.errors import ArtifactError
+from irscope.model.errors import ArtifactError
 from irscope.model.safe_text import printable, printable_message, shorten
 from irscope.tui.code_view import CodeView
 from irscope.tui.panels import LayoutPanel, OccupancyPanel

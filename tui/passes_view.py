@@ -20,7 +20,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from irscope.model.kernel import KernelReport
-from irscope.parsers.errors import ArtifactError
+from irscope.model.errors import ArtifactError
 from irscope.ir.pass_timeline import PassTimeline, dump_lines, pass_change
 from irscope.model.safe_text import printable, shorten
 from irscope.tui.code_view import CodeView

@@ -11,7 +11,7 @@ from irscope.cli.exit_codes import EXIT_GATE, EXIT_OK, EXIT_PARTIAL, worst
 
 
 def stdout_console():
-    from irscope.cli.closed_stdout import console
+    from irscope.render.closed_stdout import console
 
     out = console(highlight=False)
     if not out.is_terminal and not os.environ.get("COLUMNS", "").isdigit():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from irscope.cli.closed_stdout import write_stdout
+from irscope.render.closed_stdout import write_stdout
 from irscope.cli.common import artifacts_problem, error, load_side, refused_paths, rule_selection, status, \
     stdout_console
 from irscope.cli.exit_codes import EXIT_USAGE

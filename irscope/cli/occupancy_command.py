@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from irscope.cli.closed_stdout import write_stdout
+from irscope.render.closed_stdout import write_stdout
 from irscope.cli.common import error, refused_paths, stdout_console
 from irscope.cli.exit_codes import EXIT_OK, EXIT_PARTIAL, EXIT_USAGE
 

@@ -283,7 +283,7 @@ def _analysis_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _size(text: str) -> int:
-    from irscope.parsers.limits import parse_size
+    from irscope.model.limits import parse_size
 
     try:
         return parse_size(text)

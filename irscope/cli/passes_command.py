@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from irscope.cli.closed_stdout import write_stdout
+from irscope.render.closed_stdout import write_stdout
 from irscope.cli.common import error, stdout_console
 from irscope.cli.exit_codes import EXIT_OK, EXIT_USAGE
 
@@ -15,7 +15,7 @@ def cmd_passes(args: argparse.Namespace) -> int:
 
     from rich.text import Text
 
-    from irscope.parsers.errors import ArtifactError
+    from irscope.model.errors import ArtifactError
     from irscope.parsers.mlir_dump import read_dump
     from irscope.ir.pass_timeline import timelines
     from irscope.render.console import print_text

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from irscope.cli.closed_stdout import write_stdout
+from irscope.render.closed_stdout import write_stdout
 from irscope.cli.common import error, refused_paths, rule_selection, status, stdout_console
 from irscope.cli.exit_codes import EXIT_OK, EXIT_USAGE
 

@@ -38,7 +38,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 def cmd_cache(args: argparse.Namespace) -> int:
     from irscope.pipeline.index_db import ENV_MAX_SIZE, clear_index, index_info
-    from irscope.parsers.limits import format_size
+    from irscope.model.limits import format_size
     from irscope.model.safe_text import printable
     from irscope.pipeline.result_index import default_index_dir
 

@@ -7,11 +7,12 @@ import argparse
 import os
 import sys
 
-from irscope.cli.closed_stdout import write_stdout
+from irscope.render.closed_stdout import write_stdout
 from irscope.cli.common import error, findings_gate, no_terminal, refused_paths, rule_selection, status, stdout_console
 from irscope.cli.exit_codes import EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, worst
 from irscope.cli.passes_command import cmd_passes
 from irscope.cli.tui_command import run_tui
+from irscope.occupancy.families import report_json
 
 
 def cmd_scan(args: argparse.Namespace) -> int:
@@ -50,7 +51,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
         if args.json and args.json != "-":
             from irscope.render.outputs import write_text
 
-            write_text(args.json, report.to_json() + "\n")
+            write_text(args.json, report_json(report) + "\n")
         return run_tui(report, None, tuple(args.source))
     _show_scan(report, args)
     return status([report], findings_gate(report, args.fail_on))
@@ -84,9 +85,9 @@ def _show_scan(report, args: argparse.Namespace) -> None:
 
     to_stdout = write_scan(report, args)  # --sarif, --csv, --parquet, --markdown
     if args.json == "-":
-        write_stdout(report.to_json() + "\n")
+        write_stdout(report_json(report) + "\n")
     elif args.json:
-        write_text(args.json, report.to_json() + "\n")
+        write_text(args.json, report_json(report) + "\n")
     if args.json != "-" and not to_stdout:
         render(report, stdout_console(), args.wide, args.every_config, args.sweep, source_roots(args))
 
@@ -150,11 +151,11 @@ def _show_run(report, args: argparse.Namespace) -> None:
     to_stdout = write_scan(report, args) if report.kernels else False  # --sarif, --csv, --parquet, --markdown
     if args.json:
         if args.json == "-":
-            write_stdout(report.to_json() + "\n")
+            write_stdout(report_json(report) + "\n")
         else:
             from irscope.render.outputs import write_text
 
-            write_text(args.json, report.to_json() + "\n")
+            write_text(args.json, report_json(report) + "\n")
     if args.json != "-" and not to_stdout and report.kernels:
         out = stdout_console()
         render(report, out, args.wide, args.every_config, args.sweep, source_roots(args))

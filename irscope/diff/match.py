@@ -60,7 +60,7 @@ def _ttir_signature(kr: KernelReport) -> tuple:
     artifact = kr.kernel.artifact("ttir")
     if artifact is None:
         return ()
-    from irscope.parsers.errors import ArtifactError
+    from irscope.model.errors import ArtifactError
 
     try:
         text = artifact.read_bytes().decode("utf-8", "replace")

@@ -45,7 +45,7 @@ def stage_diff(before: Artifact, after: Artifact, context: int = 2) -> list[str]
     """Unified diff lines of the two artifacts after normalizing; empty when only noise differs.
     An artifact that cannot be read (gone, over the size limit, or one a saved report names that is
     outside the directories the user allowed or not the file its scan read) is one line saying why."""
-    from irscope.parsers.errors import ArtifactError
+    from irscope.model.errors import ArtifactError
 
     texts = []
     for artifact in (before, after):

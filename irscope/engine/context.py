@@ -141,7 +141,7 @@ class KernelContext:
         return LayoutFacts(module, version)
 
     def _mlir(self, stage: str) -> MlirModule | None:
-        from irscope.parsers.errors import ArtifactError, decode_text
+        from irscope.model.errors import ArtifactError, decode_text
         from irscope.parsers.mlir_parser import parse_mlir
 
         artifact = self.kernel.artifact(stage)

@@ -39,10 +39,12 @@ def load_rules() -> tuple[type[Rule], ...]:
             raise TypeError(f"rule code {cls.code} is registered twice: {found[cls.code].__module__} and "
                             f"{cls.__module__}")
         found[cls.code] = cls
-    if not found:  # a source checkout that was never installed has no entry points
-        from irscope.rules import BUILTIN
-
-        found = {cls.code: cls for cls in BUILTIN}
+    if not found:
+        # irscope's own rules register here too: none means irscope's metadata is missing (the source
+        # tree's parsers/ and rules/ import as irscope.* only once installed, so a checkout gets here
+        # only half-installed). Said, rather than quietly analyzing with no rules.
+        raise RuntimeError(f"no rule is registered in the {ENTRY_POINT_GROUP!r} entry-point group: irscope is not "
+                           "installed whole (pip install -e . in its checkout)")
     return tuple(found[c] for c in sorted(found))
 
 

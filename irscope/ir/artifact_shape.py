@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 
 from irscope.model.kernel import Kernel, Problem
-from irscope.parsers.errors import decode_text
-from irscope.occupancy.resources import parse_artifact
+from irscope.model.errors import decode_text
+from irscope.isa.resources import parse_artifact
 
 _MLIR_MODULE = re.compile(r"^(?:builtin\.)?module\b", re.MULTILINE)
 _LLVM_DEFINE = re.compile(r"^define\b", re.MULTILINE)

@@ -42,7 +42,7 @@ def line_map(report: KernelReport, stage: str) -> LineMap | None:
     artifact = report.kernel.artifact(stage)
     if artifact is None:
         return None
-    from irscope.parsers.errors import ArtifactError, decode_text
+    from irscope.model.errors import ArtifactError, decode_text
 
     try:
         data = artifact.read_bytes()

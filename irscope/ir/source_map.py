@@ -85,7 +85,7 @@ def _read_lines(path: str) -> Optional[list[str]]:
 
 
 def _parse_kernel_ir(kernel: Kernel) -> MlirModule:
-    from irscope.parsers.errors import decode_text
+    from irscope.model.errors import decode_text
     from irscope.parsers.mlir_parser import parse_mlir
 
     for stage in ("ttgir", "ttir"):

@@ -3,7 +3,7 @@
 Triton compiles one kernel per specialization: the argument types with the facts the JIT proved
 about them (`tt.divisibility`, `tt.pointer_range`), the constexprs (folded into tensor shapes and
 constants) and the compile options. Configs of one autotuned kernel share the signature and differ
-in constexprs and options; kernel families (irscope/model/families.py) group them by it. A `tt.dot`'s
+in constexprs and options; kernel families (irscope/occupancy/families.py) group them by it. A `tt.dot`'s
 operand shapes give the config's tile, M x N x K, with the TTGIR line it was read from.
 """
 

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from irscope.model.kernel import Fact, Kernel, Origin, Target
-from irscope.parsers.errors import ArtifactError
+from irscope.model.errors import ArtifactError
 from irscope.parsers.metadata import normalize_arch
 
 _MLIR_TARGET = re.compile(r'(?:ttg|triton_gpu)\.target"?\s*=\s*"(?P<backend>hip|cuda):(?P<arch>\w+)"')

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from irscope.isa.model import IsaProgram
 from irscope.model.kernel import Kernel, Problem
-from irscope.parsers.errors import decode_text
-from irscope.occupancy.resources import parse_artifact
+from irscope.model.errors import decode_text
+from irscope.isa.resources import parse_artifact
 
 ISA_STAGES = ("amdgcn", "ptx")
 

@@ -26,7 +26,7 @@ from typing import NamedTuple
 from irscope.isa.model import IsaProgram
 from irscope.model.kernel import Fact, Problem
 from irscope.parsers.cubin import parse_cubin
-from irscope.parsers.errors import ArtifactError
+from irscope.model.errors import ArtifactError
 from irscope.parsers.sass import parse_sass
 
 TOOL_ENV = {"nvdisasm": "TRITON_NVDISASM_PATH", "cuobjdump": "TRITON_CUOBJDUMP_PATH"}
@@ -185,7 +185,7 @@ def load_sass(cubin_path: str, timeout: float = DEFAULT_TIMEOUT,
             for key, fact in parse_cubin(data, cubin_path, function.name).items():
                 facts.setdefault(key, fact)
         except (OSError, ArtifactError):
-            pass  # the SASS is still good; the resource figures come from irscope.occupancy.resources anyway
+            pass  # the SASS is still good; the resource figures come from irscope.isa.resources anyway
     program = IsaProgram(program.isa, program.path, program.target, program.functions, program.files, facts,
                          program.unparsed)
     return program, problem

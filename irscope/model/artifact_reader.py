@@ -4,7 +4,7 @@ The harvest looks at each file with lstat and records its (device, inode); analy
 so the path may by then name something else (a link swapped in, a FIFO, another file). Every read
 therefore opens the path with O_NOFOLLOW (a link is refused, not followed) and O_NONBLOCK (a FIFO
 opens at once instead of waiting for a writer), fstat's the descriptor, and reads only a regular
-file that is the one harvested, within the size limit (parsers/limits.py). Anything else is an
+file that is the one harvested, within the size limit (irscope/model/limits.py). Anything else is an
 ArtifactError naming the file, so the kernel's other artifacts are still analyzed.
 
 An artifact named by a saved report (untrusted: anyone may write one) is read only under a
@@ -25,8 +25,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Iterator
 
-from irscope.parsers.errors import ArtifactError
-from irscope.parsers.limits import limit_for, max_file_size, too_large
+from irscope.model.errors import ArtifactError
+from irscope.model.limits import limit_for, max_file_size, too_large
 
 if TYPE_CHECKING:
     from irscope.model.kernel import Artifact
@@ -116,7 +116,7 @@ def one_read_each() -> Iterator[dict[str, str]]:
 
 
 def _limit(artifact: Artifact) -> tuple[int, str]:
-    """The artifact's stage's size limit, and how the error names it (parsers/limits.py)."""
+    """The artifact's stage's size limit, and how the error names it (irscope/model/limits.py)."""
     return limit_for(artifact.stage), f"one .{artifact.stage}"
 
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 import os
 
-from irscope.parsers.errors import ArtifactError
-from irscope.parsers.limits import read_limited
-from irscope.parsers.metadata import ALWAYS_KEYS
+from irscope.model.errors import ArtifactError
+from irscope.model.limits import read_limited
 from irscope.model.report import SCHEMA as SCAN_REPORT_SCHEMA
+
+# The keys every Triton 3.0-3.9 metadata json has (parsers/metadata.py reads the rest).
+ALWAYS_KEYS = ("name", "hash", "target", "num_warps", "num_stages", "num_ctas", "shared")
 
 REPORT = "report"
 METADATA = "metadata"

@@ -90,7 +90,7 @@ class Artifact:
     confined_to: str | None = field(default=None, compare=False, repr=False, metadata=LOCAL)
 
     def read_bytes(self) -> bytes:
-        """The file's bytes; ArtifactError when it is over the size limit (parsers/limits.py), is
+        """The file's bytes; ArtifactError when it is over the size limit (irscope/model/limits.py), is
         no longer the harvested regular file, or (from a saved report) cannot be checked."""
         from irscope.model.artifact_reader import read_artifact
 
@@ -217,7 +217,7 @@ class KernelReport:
     layouts: LayoutSummary | None = None  # the TTGIR's conversions and LDS round trips
     launches: tuple[Launch, ...] = ()  # recorded by `irscope scan script.py`
     passes: PassTimeline | None = None  # from `irscope scan script.py --dump`
-    # The TTGIR's signature and dot tiles: what groups configs into families (irscope/model/families.py).
+    # The TTGIR's signature and dot tiles: what groups configs into families (irscope/occupancy/families.py).
     specialization: Specialization | None = None
     # From `irscope scan script.py`: its constexprs and options, and the autotuners' choices of it (one a tuning key)
     config: CompiledConfig | None = None

@@ -48,13 +48,13 @@ class Report:
                      if (fnmatchcase(r.kernel.name, name) or fnmatchcase(r.kernel.key, name))
                      and (arch is None or (r.kernel.target is not None and r.kernel.target.arch == arch)))
 
-    def to_json(self, indent: int | None = None) -> str:
-        """Every kernel, and the families they form (derived, so a loaded report recomputes them)."""
-        from irscope.model.families import families
+    def to_json(self, indent: int | None = None, derived: dict | None = None) -> str:
+        """The report as JSON; `derived`: keys computed from it that a reader ignores (the CLI adds the
+        kernel families: irscope/occupancy/families.py `report_json`)."""
         from irscope.model.safe_text import json_safe
 
         data = to_data(self)
-        data["families"] = to_data(families(self.kernels))
+        data.update(derived or {})
         return json_safe(json.dumps(data, indent=indent, ensure_ascii=False))
 
     @classmethod
@@ -87,8 +87,8 @@ class Report:
 
         return confine(report, artifacts)
 
-    def save(self, path: str | Path) -> None:
-        Path(path).write_text(self.to_json() + "\n", encoding="utf-8")
+    def save(self, path: str | Path, derived: dict | None = None) -> None:
+        Path(path).write_text(self.to_json(derived=derived) + "\n", encoding="utf-8")
 
     @classmethod
     def load(cls, path: str | Path, artifacts: str | None = None) -> "Report":

@@ -23,7 +23,7 @@ from irscope.ir.artifact_shape import shape_problems
 from irscope.model.kernel import Kernel, KernelReport, Problem
 from irscope.occupancy.calculator import kernel_occupancy
 from irscope.model.report import Report
-from irscope.occupancy.resources import read_resources
+from irscope.isa.resources import read_resources
 from irscope.engine.context import KernelContext
 from irscope.engine.selection import RuleSelection, run_rules
 from irscope.ir.specialization import specialization_of
@@ -88,7 +88,7 @@ class ScanRun:
         launches = launches or {}
         self.store = None
         if index:
-            from irscope.parsers.limits import limits_key
+            from irscope.model.limits import limits_key
             from irscope.pipeline.result_index import ResultIndex, default_index_dir, refusal, salt_for
 
             directory = default_index_dir() if index is True else Path(index)

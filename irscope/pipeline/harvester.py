@@ -29,7 +29,7 @@ from typing import Iterable, Mapping
 from irscope.model.artifact_reader import read_artifact, read_file
 from irscope.model.json_input import OTHER, REPORT, json_kind, not_an_input
 from irscope.model.kernel import STAGES, Artifact, Fact, Kernel, KernelOptions, Origin, Problem, Skipped
-from irscope.parsers.errors import ArtifactError
+from irscope.model.errors import ArtifactError
 from irscope.parsers.metadata import parse_metadata
 from irscope.model.safe_text import has_surrogates
 

@@ -87,7 +87,7 @@ class ForeignSchema(Exception):
 
 def max_index_size() -> int:
     """The cap in bytes: IRSCOPE_INDEX_MAX_SIZE (`500M`, `2G`), else 256 MiB."""
-    from irscope.parsers.limits import parse_size
+    from irscope.model.limits import parse_size
 
     value = os.environ.get(ENV_MAX_SIZE)
     if value:

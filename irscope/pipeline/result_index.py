@@ -36,7 +36,7 @@ from typing import Callable, Sequence
 from irscope._version import __version__
 from irscope.pipeline.index_db import IndexDatabase, clear_index, index_info  # noqa: F401  (the CLI's cache command)
 from irscope.model.kernel import Kernel, KernelReport
-from irscope.parsers.errors import ArtifactError
+from irscope.model.errors import ArtifactError
 from irscope.model.artifact_reader import read_file
 
 
@@ -53,7 +53,7 @@ def default_index_dir() -> Path:
 def refusal(directory: Path, roots: Sequence[str]) -> str | None:
     """Why the index in `directory` must not be used for a scan of `roots` (it lies under one of
     them, or holds one: its writes would land in a scanned tree), else None."""
-    from irscope.render.outputs import overlapping_root
+    from irscope.model.paths import overlapping_root
 
     for root in roots:
         if overlapping_root(directory, [root]) or overlapping_root(root, [directory]):

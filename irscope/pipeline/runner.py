@@ -103,7 +103,9 @@ def run_script(script: str, args: tuple[str, ...] = (), target: str | None = Non
     if kept is None:
         shutil.rmtree(work, ignore_errors=True)
     else:
-        report.save(str(work / "report.json"))
+        from irscope.occupancy.families import derived
+
+        report.save(str(work / "report.json"), derived(report))  # with the families, as --json writes it
         kept_runs.finish(work, len(report.kernels), code)
     return RunResult(report, code, kept)
 
@@ -151,7 +153,7 @@ def attach_configs(report: Report, launches: Path) -> Report:
 def attach_timelines(report: Report, dump_file: Path, log) -> Report:
     """Give each kernel the pass timeline of its compile: matched by name, and by num_warps
     and `shared` where several compiles share a name (autotune configs)."""
-    from irscope.parsers.errors import ArtifactError
+    from irscope.model.errors import ArtifactError
     from irscope.parsers.mlir_dump import read_dump
     from irscope.ir.pass_timeline import timelines
 

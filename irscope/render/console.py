@@ -129,7 +129,7 @@ def render(report: Report, console: Console, wide: bool = False, every_config: b
            sweep: bool = False, roots: SourceRoots | None = None) -> None:
     """The table of kernels, then (unless `every_config`, --all) one block per family of configs
     (irscope/render/families.py; `sweep`: every config a row), then the problems."""
-    from irscope.model.families import families
+    from irscope.occupancy.families import families
     from irscope.render.families import family_blocks
 
     width = None if wide else console.width

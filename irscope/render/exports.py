@@ -90,7 +90,7 @@ def _write(path: str, text: str, terminal_safe: bool = False) -> None:
     text = surrogates_escaped(text)
     if path == STDOUT:
         # CSV keeps an artifact's text as it is; on a terminal its escapes would act: show them.
-        from irscope.cli.closed_stdout import write_stdout
+        from irscope.render.closed_stdout import write_stdout
 
         write_stdout(printable(text) if terminal_safe and sys.stdout.isatty() else text)
     else:

@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 from rich.cells import cell_len
 from rich.text import Text
 
-from irscope.model.families import Family, SharedFinding
+from irscope.occupancy.families import Family, SharedFinding
 from irscope.model.kernel import KernelReport
 from irscope.render.cells import _instructions, _registers, short_key
 from irscope.render.occupancy import occupancy_cell

@@ -12,26 +12,13 @@ import os
 from pathlib import Path
 from typing import Callable, Iterable
 
+from irscope.model.paths import overlapping_root, real  # noqa: F401 (public here)
+
 STDOUT = "-"
 
 
 class OutputError(Exception):
     """An output file could not be written; the message names it."""
-
-
-def real(path: str | os.PathLike) -> Path:
-    """`path` with links and `..` resolved as far as it exists, so a link into a cache is seen as the cache."""
-    return Path(os.path.realpath(os.path.abspath(path)))
-
-
-def overlapping_root(path: str | os.PathLike, roots: Iterable[str | os.PathLike]) -> str | None:
-    """The first of `roots` that `path` lies in or is, else None."""
-    target = real(path)
-    for root in roots:
-        base = real(root)
-        if target == base or base in target.parents:
-            return str(root)
-    return None
 
 
 def check_outputs(files: Iterable[str | None], roots: Iterable[str | os.PathLike]) -> str | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 
-from irscope.parsers.errors import ArtifactError
+from irscope.model.errors import ArtifactError
 
 DEFAULT = (0, 0, 1024)  # what the stand-in said before it read binaries: n_regs, n_spills, n_max_threads
 

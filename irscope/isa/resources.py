@@ -12,7 +12,7 @@ from typing import Callable, TypeVar
 from irscope.model.kernel import AmdResources, Artifact, Kernel, NvidiaResources, Problem, Resources, Target
 from irscope.parsers.amdgcn_resources import parse_amd_resources
 from irscope.parsers.cubin import parse_cubin
-from irscope.parsers.errors import ArtifactError, decode_text
+from irscope.model.errors import ArtifactError, decode_text
 from irscope.parsers.ptx_directives import parse_ptx_directives
 
 T = TypeVar("T")

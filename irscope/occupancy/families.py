@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from irscope.model.findings import SEVERITIES, Finding
+from irscope.model.report import Report
+from irscope.model.serde import to_data
 from irscope.model.launches import ConfigTiming
 from irscope.model.kernel import AmdResources, KernelReport, NvidiaResources
 
@@ -266,3 +268,13 @@ def _is_number(value: str) -> bool:
     except (TypeError, ValueError):
         return False
     return True
+
+
+def derived(report: Report) -> dict:
+    """What a written report adds to `Report.to_json`: its kernels' families (a reader recomputes them)."""
+    return {"families": to_data(families(report.kernels))}
+
+
+def report_json(report: Report, indent: int | None = None) -> str:
+    """The report as `--json` and a kept run's report.json write it: every kernel, and the families."""
+    return report.to_json(indent, derived(report))

@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import re
 
-from irscope.parsers.errors import ArtifactError
+from irscope.model.errors import ArtifactError
 
 DEFAULT_MAX_FILE_SIZE = 64 * 1024 * 1024
 ENV = "IRSCOPE_MAX_FILE_SIZE"
