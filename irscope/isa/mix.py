@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping
 
-from irscope.isa.model import Instruction, IsaFunction, IsaProgram
+from irscope.isa.model import IsaFunction, IsaProgram
 from irscope.model.line_ranges import LineRanges
 
 if TYPE_CHECKING:
@@ -60,12 +60,6 @@ class InstructionMix:
             if r.kind == kind:
                 out[r.detail] += r.count
         return dict(out)
-
-
-def detail_of(instr: Instruction) -> str:
-    if instr.memory is None and instr.matrix is None:
-        return ""
-    return _detail(instr.memory, instr.matrix)
 
 
 def instruction_mix(program: IsaProgram, fn: IsaFunction | None = None,

@@ -18,7 +18,6 @@ T = TypeVar("T")
 STAGES: tuple[str, ...] = (
     "source", "ttir", "ttgir", "llir", "amdgcn", "hsaco", "ptx", "cubin", "json",
 )
-TEXT_STAGES = frozenset({"source", "ttir", "ttgir", "llir", "amdgcn", "ptx", "json"})
 
 
 @dataclass(frozen=True)
