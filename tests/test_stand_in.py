@@ -24,7 +24,7 @@ from conftest import REPO
 pytest.importorskip("triton")
 pytest.importorskip("torch")
 
-from irscope import kept_runs  # noqa: E402
+from irscope.pipeline import kept_runs  # noqa: E402
 from irscope.cli.main import main  # noqa: E402
 from irscope.render.runs import runs_table  # noqa: E402
 from irscope.model.report import Report  # noqa: E402
