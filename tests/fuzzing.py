@@ -128,11 +128,20 @@ def _dump(data: bytes, path: str):
     return read_dump_bytes(data, path)
 
 
+def _llir_locations(text: str, path: str):
+    """What irscope reads from a `.llir`: each `!dbg !N` resolved to a source line (irscope.ir.line_map)."""
+    import re
+
+    from irscope.parsers.llir import debug_info
+
+    debug = debug_info(text)
+    return [debug.location(int(ref)) for ref in re.findall(r"!dbg !(\d+)", text)]
+
+
 def _parser_table() -> dict[str, tuple[Callable[[bytes, str], object], str]]:
     """name -> (parse bytes at a path, the fixture extension it reads)."""
     from irscope.parsers.amdgcn_resources import parse_amd_resources
     from irscope.parsers.cubin import parse_cubin
-    from irscope.parsers.llir import parse_llir
     from irscope.parsers.metadata import parse_metadata
     from irscope.parsers.ptx import parse_ptx
     from irscope.parsers.ptx_directives import parse_ptx_directives
@@ -144,7 +153,7 @@ def _parser_table() -> dict[str, tuple[Callable[[bytes, str], object], str]]:
         "ptx": (_text(parse_ptx), "ptx"),
         "ptx_directives": (_text(parse_ptx_directives), "ptx"),
         "sass": (_text(parse_sass), "sass"),
-        "llir": (_text(parse_llir), "llir"),
+        "llir": (_text(_llir_locations), "llir"),
         "mlir_fast": (_text(_mlir("fast")), "ttgir"),
         "mlir_lark": (_text(_mlir("lark")), "ttgir"),
         "metadata": (parse_metadata, "json"),

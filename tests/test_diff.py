@@ -11,7 +11,7 @@ import pytest
 from conftest import FIXTURES
 
 from irscope.cli.main import main
-from irscope.diff.compare import RegressionPolicy, diff_reports
+from irscope.diff.compare import Change, Metric, RegressionPolicy, _judge, diff_reports
 from irscope.pipeline.analyze import scan
 
 BA = FIXTURES / "before_after"
@@ -83,6 +83,19 @@ def test_waves_per_eu_that_spills_is_a_regression(sides):
     relaxed = diff_reports(sides["waves_per_eu/before"], sides["waves_per_eu/after"],
                            policy=RegressionPolicy(("occupancy",)))
     assert not relaxed.regressed
+
+
+def test_spills_are_judged_by_the_metric_not_its_label():
+    policy = RegressionPolicy(("spills",))
+    scratch = Change("resources", "scratch bytes", 0, 64, "lower", Metric.SCRATCH_BYTES)
+    local = Change("resources", "local memory bytes", 32, 0, "lower", Metric.LOCAL_MEMORY_BYTES)
+    assert _judge((local, scratch), (), policy) == (("scratch bytes 0 -> 64",), ("local memory bytes 32 -> 0",))
+    # A mix row that happens to read like a resource is no spill; VGPRs going up is not one either.
+    lookalike = Change("mix", "VGPR spills", 0, 9, "lower")
+    vgprs = Change("resources", "VGPRs", 100, 200, "lower", Metric.VGPRS)
+    assert _judge((lookalike, vgprs), (), policy) == ((), ())
+    assert "metric" not in {f for f in Change.__dataclass_fields__ if Change.__dataclass_fields__[f].metadata.get(
+        "saved", True)}  # the diff's JSON is unchanged
 
 
 def run(capsys, *args):

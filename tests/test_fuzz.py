@@ -125,18 +125,6 @@ def test_found_by_probing_stays_fixed(parser, pattern, line, at, run):
     assert not fuzzing.superlinear(outcome, PARSERS[parser][0])
 
 
-def test_deeply_nested_llvm_type_is_unknown_not_a_crash():
-    """`load [1 x [1 x ... <4 x float>]...]`, 2,000 deep: RecursionError in the type-width reader."""
-    import re
-
-    file = sorted((FIXTURES / "caches").glob("triton-3.6/*/add_kernel.llir"))[0]
-    text = file.read_bytes()
-    m = re.search(rb"= load (<\d+ x \w+>)", text)
-    data = text[:m.start(1)] + b"[1 x " * 2000 + m.group(1) + b"]" * 2000 + text[m.end(1):]
-    outcome = fuzzing.check("llir", PARSERS["llir"][0], fuzzing.Case(file, "probe", 0, data))
-    assert outcome.status == "ok", outcome.detail
-
-
 def test_deeply_nested_amdhsa_yaml_does_not_kill_the_process():
     """libyaml recursed in C per `[` and crashed Python (SIGSEGV) at 100,000: run in a child."""
     code = (

@@ -15,6 +15,12 @@ def _pid_and_key(kernel, *args, **kwargs):
     return os.getpid(), kernel.key
 
 
+def _analyze_many(work, sass, selection, jobs):
+    """pipeline.Analyses over `work` (what scan runs), results in input order."""
+    done = dict(pipeline.Analyses(list(enumerate(work)), sass, selection, jobs))
+    return [done[i] for i in range(len(work))]
+
+
 def _work(count):
     kernels = harvest(FIXTURES / "caches" / "triton-3.9").kernels[:count]
     assert len(kernels) == count
@@ -24,7 +30,7 @@ def _work(count):
 def test_many_kernels_go_to_workers_and_come_back_in_order(monkeypatch):
     monkeypatch.setattr(pipeline, "analyze_kernel", _pid_and_key)  # forked workers inherit the stand-in
     work = _work(24)
-    results = pipeline.analyze_many(work, False, RuleSelection(), jobs=2)
+    results = _analyze_many(work, False, RuleSelection(), jobs=2)
     assert [key for _, key in results] == [k.key for k, _, _ in work]
     assert os.getpid() not in {pid for pid, _ in results}
 
@@ -33,8 +39,8 @@ def test_a_few_kernels_or_one_job_stay_in_this_process(monkeypatch):
     monkeypatch.setattr(pipeline, "analyze_kernel", _pid_and_key)
     few = _work(pipeline.PARALLEL_FROM - 1)
     many = _work(pipeline.PARALLEL_FROM + 4)
-    assert {pid for pid, _ in pipeline.analyze_many(few, False, RuleSelection(), jobs=2)} == {os.getpid()}
-    assert {pid for pid, _ in pipeline.analyze_many(many, False, RuleSelection(), jobs=1)} == {os.getpid()}
+    assert {pid for pid, _ in _analyze_many(few, False, RuleSelection(), jobs=2)} == {os.getpid()}
+    assert {pid for pid, _ in _analyze_many(many, False, RuleSelection(), jobs=1)} == {os.getpid()}
 
 
 def test_a_worker_that_dies_costs_speed_not_results(monkeypatch):
@@ -47,7 +53,7 @@ def test_a_worker_that_dies_costs_speed_not_results(monkeypatch):
 
     monkeypatch.setattr(pipeline, "analyze_kernel", dies_in_a_worker)
     work = _work(12)
-    results = pipeline.analyze_many(work, False, RuleSelection(), jobs=2)
+    results = _analyze_many(work, False, RuleSelection(), jobs=2)
     assert results == [(parent, k.key) for k, _, _ in work]
 
 
@@ -63,7 +69,7 @@ def test_a_kernel_whose_analysis_raises_is_reported_and_the_others_are_kept(monk
 
     monkeypatch.setattr(pipeline, "analyze_kernel", raises_for_one)
     monkeypatch.delenv("IRSCOPE_DEBUG", raising=False)
-    results = pipeline.analyze_many(work, False, RuleSelection(), jobs=2)
+    results = _analyze_many(work, False, RuleSelection(), jobs=2)
     assert [r.kernel.key for r in results] == [k.key for k, _, _ in work]
     failed = results[5]
     assert not failed.ok and failed.findings == () and failed.resources is None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from enum import Enum
 
 from irscope.diff.match import Pair, match
 from irscope.model.findings import SEVERITIES
@@ -27,6 +28,27 @@ MEMORY_KINDS = ("global_load", "global_store", "shared_load", "shared_store")
 _WIDTH = re.compile(r":(\d+)B")
 
 
+class Metric(Enum):
+    """A kernel resource a Change measures; the value is its label in every report."""
+
+    LDS_BYTES = "LDS/shared bytes"
+    VGPRS = "VGPRs"
+    ARCH_VGPRS = "arch VGPRs"
+    AGPRS = "AGPRs"
+    SGPRS = "SGPRs"
+    VGPR_SPILLS = "VGPR spills"
+    SGPR_SPILLS = "SGPR spills"
+    SCRATCH_BYTES = "scratch bytes"
+    CODE_BYTES = "code bytes"
+    REGISTERS = "registers"
+    LOCAL_MEMORY_BYTES = "local memory bytes"
+    STATIC_SHARED_BYTES = "static shared bytes"
+
+
+# What the "spills" check watches, in the order its regressions are listed.
+SPILL_METRICS = (Metric.VGPR_SPILLS, Metric.SGPR_SPILLS, Metric.SCRATCH_BYTES, Metric.LOCAL_MEMORY_BYTES)
+
+
 @dataclass(frozen=True)
 class Change:
     """One number on both sides. `better` says which way is good: "lower", "higher" or ""."""
@@ -36,6 +58,8 @@ class Change:
     before: int | None
     after: int | None
     better: str = ""
+    # The resource measured, for the regression checks (None outside "resources"); the reports show `name`.
+    metric: Metric | None = field(default=None, metadata={"saved": False})
 
     @property
     def changed(self) -> bool:
@@ -165,21 +189,22 @@ def _v(fact: Fact | None) -> int | None:
 
 
 def _resources(a: KernelReport, b: KernelReport) -> tuple[Change, ...]:
-    def pick(kr: KernelReport) -> dict[str, int | None]:
+    def pick(kr: KernelReport) -> dict[Metric, int | None]:
         res, opts = kr.resources, kr.kernel.options
-        out: dict[str, int | None] = {"LDS/shared bytes": _v(opts.shared)}
+        out: dict[Metric, int | None] = {Metric.LDS_BYTES: _v(opts.shared)}
         if isinstance(res, AmdResources):
-            out.update({"VGPRs": _v(res.vgpr_total), "arch VGPRs": _v(res.vgpr_arch), "AGPRs": _v(res.agpr),
-                        "SGPRs": _v(res.sgpr), "VGPR spills": _v(res.vgpr_spill), "SGPR spills": _v(res.sgpr_spill),
-                        "scratch bytes": _v(res.scratch_bytes), "code bytes": _v(res.code_bytes)})
+            out.update({Metric.VGPRS: _v(res.vgpr_total), Metric.ARCH_VGPRS: _v(res.vgpr_arch),
+                        Metric.AGPRS: _v(res.agpr), Metric.SGPRS: _v(res.sgpr), Metric.VGPR_SPILLS: _v(res.vgpr_spill),
+                        Metric.SGPR_SPILLS: _v(res.sgpr_spill), Metric.SCRATCH_BYTES: _v(res.scratch_bytes),
+                        Metric.CODE_BYTES: _v(res.code_bytes)})
         elif isinstance(res, NvidiaResources):
-            out.update({"registers": _v(res.registers), "local memory bytes": res.local_memory_bytes,
-                        "static shared bytes": _v(res.static_shared)})
+            out.update({Metric.REGISTERS: _v(res.registers), Metric.LOCAL_MEMORY_BYTES: res.local_memory_bytes,
+                        Metric.STATIC_SHARED_BYTES: _v(res.static_shared)})
         return out
 
     left, right = pick(a), pick(b)
-    return tuple(Change("resources", name, left.get(name), right.get(name), "lower")
-                 for name in dict.fromkeys([*left, *right]))
+    return tuple(Change("resources", metric.value, left.get(metric), right.get(metric), "lower", metric)
+                 for metric in dict.fromkeys([*left, *right]))
 
 
 def _occupancy(a: KernelReport, b: KernelReport) -> tuple[Change, ...]:
@@ -262,22 +287,26 @@ def _layouts(a: KernelReport, b: KernelReport) -> tuple[LayoutChange, ...]:
     return tuple(out)
 
 
+def _moved(c: Change | None) -> bool:
+    """Both sides are known and differ."""
+    return c is not None and c.before is not None and c.after is not None and c.changed
+
+
 def _judge(changes: tuple[Change, ...], findings: tuple[FindingChange, ...],
            policy: RegressionPolicy) -> tuple[tuple[str, ...], tuple[str, ...]]:
     worse, better = [], []
-    by_name = {c.name: c for c in changes}
+    by_metric = {c.metric: c for c in changes if c.metric is not None}
     if "occupancy" in policy.checks:
         occ = next((c for c in changes if c.group == "occupancy"), None)
-        if occ and occ.before is not None and occ.after is not None and occ.changed:
+        if _moved(occ):
             (worse if occ.after < occ.before else better).append(f"{occ.name} {occ.before} -> {occ.after}")
     if "spills" in policy.checks:
-        for name in ("VGPR spills", "SGPR spills", "scratch bytes", "local memory bytes"):
-            c = by_name.get(name)
-            if c and c.before is not None and c.after is not None and c.changed:
-                (worse if c.after > c.before else better).append(f"{name} {c.before} -> {c.after}")
+        for c in (by_metric.get(metric) for metric in SPILL_METRICS):
+            if _moved(c):
+                (worse if c.after > c.before else better).append(f"{c.name} {c.before} -> {c.after}")
     if "narrower-memory" in policy.checks:
         for c in changes:
-            if c.group == "memory-width" and c.before is not None and c.after is not None and c.changed:
+            if c.group == "memory-width" and _moved(c):
                 (worse if c.after < c.before else better).append(f"narrowest {c.name} {c.before} B -> {c.after} B")
     if "new-findings" in policy.checks:
         limit = SEVERITIES.index(policy.severity)

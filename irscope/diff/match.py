@@ -12,14 +12,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from irscope.model.kernel import KernelReport
 from irscope.ir.specialization import function_signature
+from irscope.model.kernel import KernelReport
 
 # Options that change the generated code; defaults that spell "unset" differently per version
 # are folded to one value (waves_per_eu: 1 before 3.3, 0 after).
 CODE_OPTIONS = ("num_warps", "num_stages", "num_ctas", "matrix_instr_nonkdim", "waves_per_eu", "kpack", "maxnreg",
                 "enable_fp_fusion")
 UNSET = {"waves_per_eu": (0, 1), "matrix_instr_nonkdim": (0,), "kpack": (1,), "num_ctas": (1,)}
+# Every tensor shape the TTIR writes, attribute types included: the parsed module keeps an attribute
+# such as `tt.contiguity = dense<[1, 64]> : tensor<2xi32>` as raw text, and those hint tensors tell a
+# kernel built with tl.multiple_of / tl.max_contiguous from one without (the fixtures' tile_copy).
 _TENSOR = re.compile(r"tensor<([0-9x]+)x")
 
 
@@ -56,21 +59,22 @@ def specialization(kr: KernelReport) -> tuple:
 
 
 def _ttir_signature(kr: KernelReport) -> tuple:
-    """Argument types with their specialization attributes, and the tensor shapes (constexprs)."""
+    """Argument types with their specialization attributes (from the parsed TTIR), and the tensor
+    shapes (constexprs) its text writes."""
     artifact = kr.kernel.artifact("ttir")
     if artifact is None:
         return ()
     from irscope.model.errors import ArtifactError
+    from irscope.parsers.mlir_parser import parse_mlir
 
     try:
         text = artifact.read_bytes().decode("utf-8", "replace")
-    except (OSError, ArtifactError):  # gone, or over the size limit
+        args = function_signature(parse_mlir(text, str(artifact.path)))
+    except (OSError, ArtifactError):  # gone, over the size limit, or no MLIR
         return ()
-    args = function_signature(text)
     if args is None:
         return ()
-    shapes = tuple(sorted(set(_TENSOR.findall(text))))
-    return args, shapes
+    return args, tuple(sorted(set(_TENSOR.findall(text))))
 
 
 def match(before: tuple[KernelReport, ...], after: tuple[KernelReport, ...],

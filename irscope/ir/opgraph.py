@@ -1,13 +1,9 @@
-"""The op graph of an MLIR module: SSA def-use edges across regions, as networkx.
+"""Where an MLIR value comes from, across regions.
 
-Nodes are op indices (`MlirModule.ops[i]`) with the op's name, line, loop depth and
-source location. An edge runs from the op defining a value to each op using it, keyed
-by operand position, with the value id and name; a region argument (a loop variable,
-a function argument) is defined by the op that owns the region.
-
-`ValueFlow` follows values through region plumbing: an scf.for's loop-carried argument
-is its init operand or whatever the body yields, so a walk from a `local_load` inside a
-pipelined loop reaches the `local_alloc` of its buffer.
+A value is an op's result or a region argument (a loop variable, a function argument) of the
+op that owns the region. `ValueFlow` follows values through region plumbing: an scf.for's
+loop-carried argument is its init operand or whatever the body yields, so a walk from a
+`local_load` inside a pipelined loop reaches the `local_alloc` of its buffer.
 """
 
 from __future__ import annotations
@@ -15,26 +11,10 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Iterable, Optional
 
-import networkx as nx
-
 from irscope.ir.mlir import MlirModule, Op
 
 # Ops that pass a value through unchanged in meaning (region plumbing).
 _YIELD_OPS = frozenset({"scf.yield", "scf.condition"})
-
-
-def op_graph(module: MlirModule) -> nx.MultiDiGraph:
-    graph = nx.MultiDiGraph()
-    for op in module.ops:
-        graph.add_node(op.index, name=op.canonical_name, line=op.line, loop_depth=op.loop_depth,
-                       location=op.location)
-    for op in module.ops:
-        for position, vid in enumerate(op.operands):  # keyed by operand position: `muli %x, %x` is two uses
-            value = module.values[vid]
-            if value.kind in ("result", "argument") and value.owner >= 0:
-                graph.add_edge(value.owner, op.index, key=position, value_id=vid, value=value.name,
-                               argument=value.kind == "argument")
-    return graph
 
 
 class ValueFlow:

@@ -9,45 +9,34 @@ operand shapes give the config's tile, M x N x K, with the TTGIR line it was rea
 
 from __future__ import annotations
 
-import re
-
 from irscope.ir.mlir import DOT_OPS, MlirModule
 from irscope.model.facts import Origin
 from irscope.model.specialization import Specialization, Tile  # noqa: F401 (public here)
 
-_FUNC = re.compile(r"tt\.func\s+(?:public\s+)?@[\w$.]+\((.*?)\)\s*(?:attributes|\{|loc)", re.S)
-_ARG_ATTR = re.compile(r"(tt\.divisibility|tt\.pointer_range)\s*=\s*(\d+)")
-_LOC = re.compile(r"\s*loc\([^()]*(?:\([^()]*\)[^()]*)*\)")
+
+SPECIALIZATION_FACTS = ("tt.divisibility", "tt.pointer_range")
 
 
-def function_signature(text: str) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...] | None:
-    """(type, specialization facts) per argument of the first `tt.func` in MLIR text; None: no function."""
-    m = _FUNC.search(text)
-    if m is None:
+def function_signature(module: MlirModule) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...] | None:
+    """(type, specialization facts) per argument of the module's first function; None: it has none."""
+    functions = module.functions()
+    if not functions:
         return None
+    fn = functions[0]
+    arguments = fn.regions[0].blocks[0].arguments if fn.regions and fn.regions[0].blocks else ()
+    attributes = fn.attributes.get("arg_attrs", ())
     args = []
-    for raw in _split_args(_LOC.sub("", m.group(1))):
-        kind = raw.split(":", 1)[1].split("{")[0].strip() if ":" in raw else raw
-        args.append((kind, tuple(sorted(_ARG_ATTR.findall(raw)))))
+    for i, vid in enumerate(arguments):
+        facts = attributes[i] if i < len(attributes) else {}
+        args.append((str(module.value(vid).type), tuple(sorted(
+            (name, str(value)) for name, value in facts.items()
+            if name in SPECIALIZATION_FACTS and isinstance(value, int) and not isinstance(value, bool)))))
     return tuple(args)
-
-
-def _split_args(text: str) -> list[str]:
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        depth += ch in "<({[" and 1 or 0
-        depth -= ch in ">)}]" and 1 or 0
-        if ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return [p.strip() for p in parts if p.strip()]
 
 
 def specialization_of(module: MlirModule) -> Specialization:
     """The signature of the module's kernel function and the shapes of its dots."""
-    functions = module.functions()
-    args = (function_signature(functions[0].text) if functions else None) or ()
+    args = function_signature(module) or ()
     signature = ",".join(kind + ("{" + ",".join(f"{name.split('.')[-1]}={v}" for name, v in facts) + "}"
                                  if facts else "") for kind, facts in args)
     tiles: dict[str, Tile] = {}

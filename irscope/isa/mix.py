@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from irscope.isa.model import Instruction, IsaFunction, IsaProgram
+from irscope.isa.model import IsaFunction, IsaProgram
 from irscope.model.instruction_mix import InstructionMix, LineMix, MixRow  # noqa: F401 (public here)
 from irscope.model.line_ranges import LineRanges
 
@@ -20,10 +20,6 @@ if TYPE_CHECKING:
     from irscope.isa.graph import FunctionGraph
 
 
-def detail_of(instr: Instruction) -> str:
-    if instr.memory is None and instr.matrix is None:
-        return ""
-    return _detail(instr.memory, instr.matrix)
 
 
 def instruction_mix(program: IsaProgram, fn: IsaFunction | None = None,

@@ -26,7 +26,6 @@ from irscope.model.specialization import Specialization
 STAGES: tuple[str, ...] = (
     "source", "ttir", "ttgir", "llir", "amdgcn", "hsaco", "ptx", "cubin", "json",
 )
-TEXT_STAGES = frozenset({"source", "ttir", "ttgir", "llir", "amdgcn", "ptx", "json"})
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Iterable, Iterator
 
-# What a saved report may name: Triton's largest artifacts have about 50,000 lines (bench_big_isa.py)
-# and no artifact within the size limits has more than a few million.
+# What a saved report may name: bench/bench_big_isa.py's GEMM, its K loop unrolled 160 times, is about
+# 52,000 lines of AMDGCN, and no artifact within the size limits has more than a few million.
 MAX_LINE = 2 ** 31 - 1
 MAX_LINES = 2 ** 22
 
@@ -30,7 +30,7 @@ class LineRanges:
     @classmethod
     def parse(cls, text: str) -> "LineRanges":
         """From saved text (untrusted: a report, an index entry); ValueError when it is not ranges of
-        positive ints, or names more lines than an artifact has. Ranges as ranges_text writes them are
+        ints from 0 to MAX_LINE, or names more than MAX_LINES lines. Ranges as ranges_text writes them are
         kept as written; other text ("+4", " 4", "1_0" that int() reads) is brought to that form run by
         run. Never expanded line by line: `1-1000000000` costs a few comparisons, not a billion ints."""
         if not text:

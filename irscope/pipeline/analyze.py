@@ -274,13 +274,6 @@ class Analyses:
             yield from _collecting(lambda: [(i, self.one(w)) for i, w in rest])
 
 
-def analyze_many(work: Sequence[Work], sass: bool, selection: RuleSelection,
-                 jobs: int | None = None) -> list[KernelReport]:
-    """analyze_kernel over many kernels, in worker processes when that pays; results in input order."""
-    done = dict(Analyses(list(enumerate(work)), sass, selection, jobs))
-    return [done[i] for i in range(len(work))]
-
-
 def _analyze_chunk(work: list[Work], one: Callable[[Work], KernelReport]) -> list[KernelReport]:
     return [one(w) for w in work]
 

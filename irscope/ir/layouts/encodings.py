@@ -45,9 +45,6 @@ class CtaLayout:
     cta_split_num: Ints
     cta_order: Ints
 
-    @property
-    def is_trivial(self) -> bool:
-        return all(n == 1 for n in self.ctas_per_cga)
 
 
 # -- distributed encodings -----------------------------------------------------------------

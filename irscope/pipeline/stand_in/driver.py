@@ -14,31 +14,41 @@ timings are a constant.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
+
 from irscope.pipeline.stand_in.binary import kernel_limits
 from irscope.pipeline.stand_in.devices import DEVICES
 from irscope.pipeline.stand_in.torch import STAND_IN_MS, Questions, benchmarking, install_torch
 
 
-def stand_in_bench(questions: Questions, name: str):
+def constant_timing(call: int) -> float:
+    """The stand-in's timing of every benchmark: STAND_IN_MS, so the first config an autotuner tries wins."""
+    return STAND_IN_MS
+
+
+def stand_in_bench(questions: Questions, name: str, timing: Callable[[], float]):
     """`triton.testing.do_bench` and its kin without a GPU: each call launches (so compiles) the
-    kernel once and says STAND_IN_MS. Every autotune config compiles; the first one "wins". Its
-    matmuls on the stand-in's tensors are not computed (stand_in_torch.BENCHED_MATH)."""
+    kernel once and says `timing()` ms. Every autotune config compiles; with the constant timing the
+    first one "wins". Its matmuls on the stand-in's tensors are not computed (stand_in_torch.BENCHED_MATH)."""
 
     def bench(fn, *args, quantiles=None, grad_to_none=None, return_mode="mean", **kwargs):
         questions[name] += 1
         with benchmarking():
             fn()
+        ms = timing()
         if quantiles:
-            return [STAND_IN_MS] * len(quantiles) if len(quantiles) > 1 else STAND_IN_MS
-        return [STAND_IN_MS] * 5 if return_mode == "all" else STAND_IN_MS
+            return [ms] * len(quantiles) if len(quantiles) > 1 else ms
+        return [ms] * 5 if return_mode == "all" else ms
 
     return bench
 
 
-def install(arch: str, on_launcher, questions: Questions | None = None) -> Questions:
-    """Make `arch` the active Triton target; `on_launcher(src, metadata, launch)` wraps each launcher.
+def install(arch: str, on_launcher, questions: Questions | None = None,
+            timing: Callable[[int], float] = constant_timing) -> Questions:
+    """Make `arch` the active Triton target; `on_launcher(src, metadata, launch)` wraps each launcher;
+    `timing(n)` is what the n-th benchmark (from 1, over every benchmarker) says, in ms.
     Returns the questions the stand-in answers, counted as the script asks them."""
-    import torch
     import triton
     import triton.testing
     from triton.backends.compiler import GPUTarget
@@ -51,10 +61,20 @@ def install(arch: str, on_launcher, questions: Questions | None = None) -> Quest
     ask = questions.answer
     target = GPUTarget(device.backend, int(arch[3:]) if device.backend == "cuda" else arch, device.warp_size)
     install_torch(device, questions)
-    bench = stand_in_bench(questions, "triton.testing.do_bench")
+    calls = itertools.count(1)
+    bench = stand_in_bench(questions, "triton.testing.do_bench", lambda: timing(next(calls)))
     # Autotuners built with warmup=/rep= call triton.testing.do_bench; scripts benchmark with it.
     triton.testing.do_bench = bench
-    triton.testing.do_bench_cudagraph = stand_in_bench(questions, "triton.testing.do_bench_cudagraph")
+    triton.testing.do_bench_cudagraph = stand_in_bench(questions, "triton.testing.do_bench_cudagraph",
+                                                       lambda: timing(next(calls)))
+
+    triton.runtime.driver.set_active(_stand_in_driver(device, target, ask, bench, on_launcher))
+    return questions
+
+
+def _stand_in_driver(device, target, ask, bench, on_launcher):
+    """The object Triton's `driver.active` becomes: the real drivers' methods, answered for `device`."""
+    import torch
 
     class Utils:
         def load_binary(self, name, kernel, shared, device_index):
@@ -110,5 +130,4 @@ def install(arch: str, on_launcher, questions: Questions | None = None) -> Quest
         def map_python_to_cpp_type(self, ty):
             return ty
 
-    triton.runtime.driver.set_active(StandInDriver())
-    return questions
+    return StandInDriver()
