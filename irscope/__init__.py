@@ -9,7 +9,7 @@ cache is analyzed on any machine.
 
 from __future__ import annotations
 
-from irscope._version import __version__
+from irscope.model.version import __version__
 from irscope.pipeline.harvester import HarvestError, harvest
 from irscope.pipeline.analyze import scan
 from irscope.model.report import Report, ReportError

@@ -9,7 +9,7 @@ counted as imported: only what the source names.
 
 Layers (an import may go to the same or a lower layer, never to a higher one):
 
-    0 model (irscope/model/*, irscope/_version.py, and the data models of IR and ISA the parsers
+    0 model (irscope/model/*, and the data models of IR and ISA the parsers
       build: ir/mlir.py, ir/types.py, ir/llvm_ir.py, ir/layouts/encodings.py, ir/layouts/params.py,
       isa/model.py)
     1 parsers        2 ir, isa (the analyses)
@@ -19,7 +19,7 @@ Layers (an import may go to the same or a lower layer, never to a higher one):
 Faces: irscope/__init__ and the deprecated one-release aliases irscope/rule.py, rule_context.py,
 report.py and findings.py only re-export. A face sits at the highest layer it imports (irscope/__init__
 re-exports api, so it is layer 8: only cli/tui/... may import it, e.g. for `__version__`, which lives in
-irscope/_version.py at layer 0 so that nothing below needs the face). No module of irscope imports a
+irscope/model/version.py at layer 0 so that nothing below needs the face). No module of irscope imports a
 deprecated alias: they exist for third-party code only. (irscope/model/__init__ re-exports
 irscope/model/kernel.py from its own layer, so it is an ordinary layer-0 module.)
 
@@ -54,7 +54,6 @@ LAYERS: tuple[tuple[str, int], ...] = (
     # The data models of IR and ISA, which the parsers build and the analyses of ir/ and isa/ read:
     # plain types that import only the model (checked like any layer-0 module).
     *((module, 0) for module in DATA_MODELS),
-    ("irscope._version", 0),
     ("irscope.parsers", 1),
     ("irscope.ir", 2),
     ("irscope.isa", 2),
@@ -316,3 +315,15 @@ def test_the_allow_lists_are_not_stale():
             graph[imp.importer].add(imp.imported)
     components = {frozenset(c) for c in _components(graph) if len(c) > 1}
     assert not CYCLES_ALLOWED - components, f"allowed cycles that are gone (delete them): {CYCLES_ALLOWED - components}"
+
+
+# The top level of irscope/: the package face, the entry modules and the one-release aliases; every
+# other module lives in the subpackage of its step.
+TOP_LEVEL = {"irscope", "irscope.__main__", "irscope.api", "irscope.testing", "irscope.pytest_plugin"}
+
+
+def test_the_top_level_holds_only_the_faces_and_entry_modules():
+    top = {m for m in MODULES if m.count(".") <= 1 and not m.startswith(("irscope.parsers", "irscope.rules",
+                                                                           "irscope.tui"))
+           and (ROOT / "irscope" / (m.split(".", 1)[1] + ".py") if "." in m else ROOT / "irscope").exists()}
+    assert top == TOP_LEVEL | DEPRECATED_ALIASES, sorted(top ^ (TOP_LEVEL | DEPRECATED_ALIASES))

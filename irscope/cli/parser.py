@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import Callable, Mapping
 
-from irscope._version import __version__
+from irscope.model.version import __version__
 
 _Commands = Mapping[str, Callable[[argparse.Namespace], int]]
 

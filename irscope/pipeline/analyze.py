@@ -12,7 +12,7 @@ from pathlib import Path
 from datetime import datetime, timezone
 from typing import Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
-from irscope._version import __version__
+from irscope.model.version import __version__
 from irscope.model.artifact_reader import one_read_each
 from irscope.isa.assembly import read_assembly
 from irscope.pipeline.harvester import harvest

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-from irscope._version import __version__
+from irscope.model.version import __version__
 from irscope.pipeline.index_db import IndexDatabase, clear_index, index_info  # noqa: F401  (the CLI's cache command)
 from irscope.model.kernel import Kernel, KernelReport
 from irscope.model.errors import ArtifactError

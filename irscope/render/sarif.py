@@ -39,7 +39,7 @@ def sarif_log(report: Report, base: str | os.PathLike | None = None, roots: Sour
     results = [_result(kr, f, index, root) for kr in report.kernels for f in _ordered(kr.findings)]
     notifications = [_notification(p, root) for kr in report.kernels for p in kr.problems]
     notifications += [_notification(p, root) for p in report.problems]
-    from irscope._version import __version__
+    from irscope.model.version import __version__
 
     run = {
         "tool": {"driver": {
