@@ -327,3 +327,22 @@ def test_the_top_level_holds_only_the_faces_and_entry_modules():
                                                                            "irscope.tui"))
            and (ROOT / "irscope" / (m.split(".", 1)[1] + ".py") if "." in m else ROOT / "irscope").exists()}
     assert top == TOP_LEVEL | DEPRECATED_ALIASES, sorted(top ^ (TOP_LEVEL | DEPRECATED_ALIASES))
+
+
+def test_the_old_public_import_paths_still_work():
+    """Third-party rules and scripts import these; they stay for one release after the move (issue 24)."""
+    from irscope.engine.context import KernelContext
+    from irscope.engine.rule import Rule
+    from irscope.model.findings import Finding
+    from irscope.model.kernel import Kernel, KernelReport
+    from irscope.model.report import Report
+    from irscope.rule import Rule as OldRule
+    from irscope.rule_context import KernelContext as OldContext
+    from irscope.report import Report as OldReport
+    from irscope.findings import Finding as OldFinding
+    from irscope.model import Kernel as OldKernel, KernelReport as OldKernelReport
+    import irscope
+
+    assert (OldRule, OldContext, OldReport, OldFinding, OldKernel, OldKernelReport) == (
+        Rule, KernelContext, Report, Finding, Kernel, KernelReport)
+    assert irscope.Report is Report and callable(irscope.scan) and callable(irscope.load)
