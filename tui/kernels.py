@@ -188,7 +188,7 @@ class KernelsScreen(Screen):
         self.refill()
 
     def action_families(self) -> None:
-        """The kernel families and their config sweeps (irscope/tui/families_view.py), every kernel's."""
+        """The kernel families and their config sweeps (tui/families_view.py), every kernel's."""
         from irscope.tui.families_view import FamiliesScreen
 
         if self.pending:
