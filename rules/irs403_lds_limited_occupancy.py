@@ -65,7 +65,6 @@ class LdsLimitedOccupancy(Rule):
     severity = "warning"
     stages = ("occupancy",)
 
-    # complex: to split: the limiter, the step that would lift it and its message, in one place
     def check(self, ctx):
         occ = ctx.occupancy
         o = occ.occupancy
@@ -79,19 +78,7 @@ class LdsLimitedOccupancy(Rule):
             return []
         group = WHAT[limiter]
         count = o.allowed(limiter)
-        if limiter == "lds":
-            arch = AMD_ARCHES.get(o.arch)
-            where = "WGP" if arch is not None and arch.wave_size == 32 else "CU"
-            what = f"{step.now} B of LDS per workgroup"
-            pool = f"in the {where}'s {arch.lds_pool // 1024} KiB" if arch is not None else f"per {where}"
-        else:
-            nv = nvidia_arch(o.arch)
-            static = occ.input("static_shared") or 0
-            extra = [f"{static} B static"] if static else []
-            extra += [f"the {nv.reserved_shared} B reserve"] if nv is not None else []
-            what = f"{step.now} B of dynamic shared memory per block"
-            what += f" (plus {' and '.join(extra)})" if extra else ""
-            pool = "per SM"
+        what, pool = _limited_pool(occ, limiter, step)
         others = [s for s in occ.steps if s.name in step.also]
         after = step.active
         if others:  # what the cuts give together, from the calculator itself
@@ -102,27 +89,7 @@ class LdsLimitedOccupancy(Rule):
         stages = ctx.kernel.options.num_stages
         fix = f"fewer num_stages (now {stages.value})" if stages is not None else "fewer num_stages"
         fix += ", a smaller BLOCK_K or smaller tiles"
-        cuts, fixes = [], []
-        # waves_per_eu=N makes LLVM pad the VGPR allocation so that no more than N waves fit: a step past N
-        # needs the cap raised, and a VGPR "cut" down to what the kernel uses is that padding, nothing more.
-        asked = occ.input("waves_per_eu") if o.unit == "waves/SIMD" else None
-        capped = asked is not None and after > asked
-        used = getattr(ctx.resources, "vgpr_total", None)
-        spills = _spills(ctx)
-        for other in others:
-            name = NAMES.get(other.name, other.name)
-            if other.name == "vgprs" and capped and used is not None and other.to >= used.value:
-                continue  # only the padding: raising waves_per_eu removes it
-            cuts.append(f"{name} to {other.to} (now {other.now})")
-            if other.name in ("vgprs", "registers") and spills:
-                fixes.append(f"{name} cannot be cut: the kernel already spills {spills}, so only smaller tiles "
-                             "(fewer live values) reach the step")
-            else:
-                fixes.append(f"cut {name} to {other.to} too")
-        if capped:
-            cuts.append(f"waves_per_eu raised to {after} (now {asked}: LLVM pads the VGPR allocation to hold at most "
-                        f"{asked} waves per SIMD)")
-            fixes.append(f"raise waves_per_eu to {after} (or drop it)")
+        cuts, fixes = _other_cuts(ctx, others, after)
         if cuts:
             message += f" only with {' and '.join(cuts)} as well"
             if others:
@@ -182,3 +149,49 @@ def _spills(ctx) -> str | None:
     if stack is not None and stack.value:
         return f"{stack.value} B of stack (local memory)"
     return None
+
+
+def _limited_pool(occ, limiter, step) -> tuple[str, str]:
+    """What the limiter holds ("N B of LDS per workgroup", with NVIDIA's static part and reserve) and the pool."""
+    o = occ.occupancy
+    if limiter == "lds":
+        arch = AMD_ARCHES.get(o.arch)
+        where = "WGP" if arch is not None and arch.wave_size == 32 else "CU"
+        what = f"{step.now} B of LDS per workgroup"
+        pool = f"in the {where}'s {arch.lds_pool // 1024} KiB" if arch is not None else f"per {where}"
+        return what, pool
+    nv = nvidia_arch(o.arch)
+    static = occ.input("static_shared") or 0
+    extra = [f"{static} B static"] if static else []
+    extra += [f"the {nv.reserved_shared} B reserve"] if nv is not None else []
+    what = f"{step.now} B of dynamic shared memory per block"
+    what += f" (plus {' and '.join(extra)})" if extra else ""
+    return what, "per SM"
+
+
+def _other_cuts(ctx, others, after) -> tuple[list[str], list[str]]:
+    """The cuts of the resources that bind at the same step as LDS (and a waves_per_eu cap), each with its fix."""
+    occ = ctx.occupancy
+    o = occ.occupancy
+    cuts, fixes = [], []
+    # waves_per_eu=N makes LLVM pad the VGPR allocation so that no more than N waves fit: a step past N
+    # needs the cap raised, and a VGPR "cut" down to what the kernel uses is that padding, nothing more.
+    asked = occ.input("waves_per_eu") if o.unit == "waves/SIMD" else None
+    capped = asked is not None and after > asked
+    used = getattr(ctx.resources, "vgpr_total", None)
+    spills = _spills(ctx)
+    for other in others:
+        name = NAMES.get(other.name, other.name)
+        if other.name == "vgprs" and capped and used is not None and other.to >= used.value:
+            continue  # only the padding: raising waves_per_eu removes it
+        cuts.append(f"{name} to {other.to} (now {other.now})")
+        if other.name in ("vgprs", "registers") and spills:
+            fixes.append(f"{name} cannot be cut: the kernel already spills {spills}, so only smaller tiles "
+                         "(fewer live values) reach the step")
+        else:
+            fixes.append(f"cut {name} to {other.to} too")
+    if capped:
+        cuts.append(f"waves_per_eu raised to {after} (now {asked}: LLVM pads the VGPR allocation to hold at most "
+                    f"{asked} waves per SIMD)")
+        fixes.append(f"raise waves_per_eu to {after} (or drop it)")
+    return cuts, fixes
