@@ -35,21 +35,28 @@ def _shape(module, vid) -> tuple[int, ...]:
     return tuple(d or 0 for d in ty.shape) if isinstance(ty, TensorType) else ()
 
 
-# complex: to split: the kinds of per-program work (split loop, scan, rows...) tried in order
 def program_work(module) -> ProgramWork:
-    ops = module.ops
-    dots = [op for op in ops if op.canonical_name in DOTS]
+    """The first kind of work that fits, tried in order: a split loop, a scan, a reduction, dots, elementwise."""
+    dots = [op for op in module.ops if op.canonical_name in DOTS]
     dot_loops = {loop.index for op in dots for loop in module.enclosing_loops(op)}
-    split = _split_loop(module, dot_loops)
-    if split is not None:
-        return split
-    scans = [op for op in ops if op.canonical_name == "tt.scan"]
-    if scans:
-        shape = _shape(module, scans[0].operands[0])
-        return ProgramWork("whole", f"scans a whole {'x'.join(map(str, shape))} chunk (tt.scan, TTGIR line "
-                                    f"{scans[0].line})", shape)
+    # Each tried only when the ones before found nothing (a ProgramWork is always true).
+    return (_split_loop(module, dot_loops) or _scan(module) or _reduction(module, dot_loops)
+            or _dots(module, dots) or _elementwise(module))
+
+
+def _scan(module) -> ProgramWork | None:
+    scans = [op for op in module.ops if op.canonical_name == "tt.scan"]
+    if not scans:
+        return None
+    shape = _shape(module, scans[0].operands[0])
+    return ProgramWork("whole", f"scans a whole {'x'.join(map(str, shape))} chunk (tt.scan, TTGIR line "
+                                f"{scans[0].line})", shape)
+
+
+def _reduction(module, dot_loops) -> ProgramWork | None:
+    """A reduction over a whole row or block (or a recurrence in a loop with no dot) first, else one over rows."""
     rows = None
-    for op in ops:
+    for op in module.ops:
         if op.canonical_name != "tt.reduce" or not op.operands:
             continue
         shape = _shape(module, op.operands[0])
@@ -62,22 +69,30 @@ def program_work(module) -> ProgramWork:
         if rows is None and len(shape) == 2 and isinstance(axis, int) and shape[1 - axis] > 1:
             rows = ProgramWork("rows", f"reduces {shape[1 - axis]} rows of {shape[axis]} (TTGIR line {op.line})",
                                (shape[1 - axis], shape[axis]))
-    if rows is not None:
-        return rows
-    if dots:
-        looped = [op for op in dots if module.enclosing_loops(op)]
-        dot = (looped or dots)[0]
-        shape = _shape(module, dot.results[0])
-        tile = "x".join(map(str, shape))
-        loop = module.enclosing_loops(dot)[0] if looped else None
-        stores_in = loop is not None and any(op.canonical_name in GLOBAL_STORES and loop in module.enclosing_loops(op)
-                                             for op in ops)
-        if stores_in:  # a state carried and written each step (a chunked recurrence), not a K reduction
-            return ProgramWork("recurrence", f"carries a {tile} state through a loop that stores it each step "
-                                             f"(dot at TTGIR line {dot.line})", shape)
-        if looped:
-            return ProgramWork("gemm", f"accumulates a {tile} dot over a loop (TTGIR line {dot.line})", shape)
-        return ProgramWork("dots", f"computes {len(dots)} dot(s) of {tile} tiles (TTGIR line {dot.line})", shape)
+    return rows
+
+
+def _dots(module, dots) -> ProgramWork | None:
+    """A recurrence, a GEMM or plain dots, by the first dot (one in a loop if any is)."""
+    if not dots:
+        return None
+    looped = [op for op in dots if module.enclosing_loops(op)]
+    dot = (looped or dots)[0]
+    shape = _shape(module, dot.results[0])
+    tile = "x".join(map(str, shape))
+    loop = module.enclosing_loops(dot)[0] if looped else None
+    stores_in = loop is not None and any(op.canonical_name in GLOBAL_STORES and loop in module.enclosing_loops(op)
+                                         for op in module.ops)
+    if stores_in:  # a state carried and written each step (a chunked recurrence), not a K reduction
+        return ProgramWork("recurrence", f"carries a {tile} state through a loop that stores it each step "
+                                         f"(dot at TTGIR line {dot.line})", shape)
+    if looped:
+        return ProgramWork("gemm", f"accumulates a {tile} dot over a loop (TTGIR line {dot.line})", shape)
+    return ProgramWork("dots", f"computes {len(dots)} dot(s) of {tile} tiles (TTGIR line {dot.line})", shape)
+
+
+def _elementwise(module) -> ProgramWork:
+    ops = module.ops
     loads = [op for op in ops if op.canonical_name in GLOBAL_LOADS and op.results]
     shapes = [_shape(module, op.results[0]) for op in loads]
     # A kernel that only writes (an arange, a fill) has its tile in what it stores.
