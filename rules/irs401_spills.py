@@ -178,7 +178,6 @@ def _amd(rule, ctx, res: AmdResources):
                          python=python, message=message, fix=_fix(ctx), evidence=evidence, severity=_severity(found))]
 
 
-# complex: to split: stack, local and PTX/SASS access cases of an NVIDIA spill, in one place
 def _nvidia(rule, ctx, res: NvidiaResources):
     stack, local = _value(res.stack_bytes), _value(res.local_bytes)
     ptx, in_ptx = _accesses(ctx, "ptx")
@@ -191,19 +190,7 @@ def _nvidia(rule, ctx, res: NvidiaResources):
     if depot and in_ptx and not local and stack <= _frame_of(depot):
         return [_local_array(rule, ctx, res, ptx, in_ptx)]
     cubin = next((f.origin.path for f in (res.stack_bytes, res.local_bytes) if f is not None), None)
-    parts = []
-    if stack and depot:  # PTX ld.local/st.local are the array's; what ptxas spilled is the rest of the frame
-        parts.append(f"a {stack}-byte stack frame per thread (EIATTR_MIN_STACK_SIZE in the cubin): "
-                     f"{stack - _frame_of(depot)} B of spilled registers beside {_array_of(res)}")
-    elif stack:
-        parts.append(f"a {stack}-byte stack frame per thread (EIATTR_MIN_STACK_SIZE in the cubin)")
-    if local:
-        parts.append(f"{local} B of static local memory (.nv.local)")
-    message = " and ".join(parts) or "local memory"
-    if ptx is not None and not in_ptx:
-        calls = any(i.opcode.split(".")[0] == "call" for fn in ptx.functions for i in fn.instructions)
-        message += ": the PTX has no ld.local/st.local, so it holds what ptxas spilled" + \
-            (" and the frames of its calls" if calls else "")
+    message = _nvidia_memory(res, ptx, in_ptx)
     evidence = {"stack_bytes": stack, "local_bytes": local, "ptx_accesses": len(in_ptx),
                 "sass_accesses": len(in_sass)}
     # Point at the instructions when an assembly has them: SASS (the spills themselves), else PTX.
@@ -221,6 +208,25 @@ def _nvidia(rule, ctx, res: NvidiaResources):
                          severity="info" if small else "warning",
                          message=message + " (`irscope scan --sass` lists the STL/LDL)")]
 
+
+
+def _nvidia_memory(res: NvidiaResources, ptx, in_ptx) -> str:
+    """What the cubin's stack frame and .nv.local hold, and where the PTX has no local accesses, whose they are."""
+    stack, local, depot = _value(res.stack_bytes), _value(res.local_bytes), _value(res.local_depot)
+    parts = []
+    if stack and depot:  # PTX ld.local/st.local are the array's; what ptxas spilled is the rest of the frame
+        parts.append(f"a {stack}-byte stack frame per thread (EIATTR_MIN_STACK_SIZE in the cubin): "
+                     f"{stack - _frame_of(depot)} B of spilled registers beside {_array_of(res)}")
+    elif stack:
+        parts.append(f"a {stack}-byte stack frame per thread (EIATTR_MIN_STACK_SIZE in the cubin)")
+    if local:
+        parts.append(f"{local} B of static local memory (.nv.local)")
+    message = " and ".join(parts) or "local memory"
+    if ptx is not None and not in_ptx:
+        calls = any(i.opcode.split(".")[0] == "call" for fn in ptx.functions for i in fn.instructions)
+        message += ": the PTX has no ld.local/st.local, so it holds what ptxas spilled" + \
+            (" and the frames of its calls" if calls else "")
+    return message
 
 # Spill code outside every loop, a few accesses in all, runs once per thread: it costs little
 # (the real-world ledger found such warnings false; fixtures/real_world/ledger/IRS401.jsonl).
