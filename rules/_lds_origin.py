@@ -31,17 +31,23 @@ _COPIES = ("ttg.convert_layout", "amdg.in_thread_transpose", "arith.trunc", "ari
 _WALK = ("arith.", "math.", *_COPIES)
 
 
-# complex: to split: one walk back through copies with a branch per origin it can find
 def tile_origin(module, tile: LdsOp) -> Origin:
     """What the tile is, followed back from the value written to LDS (a read: what its writers stored)
     through copies (converts, casts, loop plumbing): loaded from memory, a broadcast load, a dot's
     result, loop-carried state (an iter_arg), or computed in registers (and from what)."""
-    from irscope.ir.opgraph import value_flow
-
     if tile.trip is None and not tile.source:  # read from a buffer an async copy filled
         return Origin("memory", "loaded from memory")
     writers = tile.trip.writers if tile.trip is not None else (tile.op,)
     stored = [module.ops[i].operands[0] for i in writers if module.ops[i].operands]
+    broadcast, found = _walk_back(module, stored)
+    return broadcast if broadcast is not None else _origin_of(found)
+
+
+def _walk_back(module, stored) -> tuple[Origin | None, set[tuple[str, bool]]]:
+    """The origins the stored values come from, each with whether it was reached through copies only; or,
+    found on the way, a broadcast load reached through copies only (the walk stops there)."""
+    from irscope.ir.opgraph import value_flow
+
     flow = value_flow(module)
     frontier = [(vid, True) for vid in stored]  # (value, reached through copies only)
     seen, found = set(), set()
@@ -63,7 +69,7 @@ def tile_origin(module, tile: LdsOp) -> Origin:
         if name in _LOADS:
             shape = broadcast_from(module, definer)
             if shape and pure:
-                return Origin("broadcast", "a broadcast load", shape)
+                return Origin("broadcast", "a broadcast load", shape), found
             found.add(("memory", pure))
         elif name in _DOT_OPS:
             found.add(("dot", pure))
@@ -73,6 +79,11 @@ def tile_origin(module, tile: LdsOp) -> Origin:
             frontier.extend((v, pure and copy) for v in definer.operands if hasattr(module.values[v].type, "shape"))
         else:
             found.add(("computed", pure))
+    return None, found
+
+
+def _origin_of(found: set[tuple[str, bool]]) -> Origin:
+    """The origin reached through copies only, if one kind is; else what the registers computed it from."""
     pure = {kind for kind, p in found if p}
     if "state" in pure:
         return Origin("state", "loop-carried state (an iter_arg: e.g. a dot's accumulator, staged as the next "
