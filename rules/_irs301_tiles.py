@@ -77,7 +77,6 @@ def load_bits(module, op) -> int | None:
     return getattr(element_of(module.values[vid].type), "bits", None) if vid is not None else None
 
 
-# complex: to split: one worklist walk with a branch per kind of op it passes through
 def trace(module, vid: int) -> Tile:
     """Walk back from `vid` through moves, casts, spreads, elementwise work and region plumbing."""
     flow = value_flow(module)
@@ -89,58 +88,75 @@ def trace(module, vid: int) -> Tile:
             continue
         seen.add(current)
         value = module.values[current]
-        if value.kind == "argument":
-            slot = _loop_slot(module, current)
-            if slot is not None and slot not in tile.state and recurrent(module, *slot):
-                tile.state.append(slot)
-                continue
+        if value.kind == "argument" and _carried_state(module, tile, current):
+            continue
         back = flow.sources(current)
         if back:
-            loop = module.ops[value.owner] if value.kind == "result" else None
-            if loop is not None and loop.canonical_name == "scf.for":
-                # what a loop computed (an accumulator after its K loop): follow what the body yields,
-                # through its own iter_arg, so that `acc = dot(a, b, acc)` reads as a dot's result
-                position = loop.results.index(current)
-                tile.accumulated.append(loop)
-                seen.update(iter_args(loop)[position:position + 1])
-                if len(loop.operands) > FOR_INIT_OPERANDS + position:
-                    back = back[:-1]  # the init (a zero accumulator) comes last
-            stack.extend(back)
+            stack.extend(_through_region(module, tile, value, current, back, seen))
             continue
         op = flow.defining(current)
         if op is None:
             tile.other.add("argument")
             continue
-        name = op.canonical_name
-        if name in GLOBAL_LOADS:
-            tile.loads.append(op)
-        elif name in DOTS:
-            tile.dots.append(op)
-        elif name in REDUCTIONS:
-            tile.reductions.append(op)
-        elif name == "arith.constant":
-            tile.constants += 1
-        elif name == "ttg.local_load":
-            origins = flow.origins(op.operands[0], BUFFER_VIEWS)
-            copies, writers = _writes_into(module, origins)
-            tile.loads.extend(copies)
-            stack.extend(writers)
-            if not copies and not writers:
-                tile.other.add(name)
-        elif name in MOVES or name in SHUFFLES or name in CASTS or name in SPREADS or is_elementwise(name):
-            if name in SHUFFLES:
-                tile.shuffles.add(name)
-            if not (name in MOVES or name in CASTS or name in SPREADS or name in SHUFFLES):
-                tile.computed = True
-                tile.arith.append(op)
-            stack.extend(v for v in op.operands if isinstance(module.values[v].type, TensorType))
-        elif name in ("tt.make_range", "tt.get_program_id"):
-            pass  # index arithmetic (a shift amount, a mask): not where the data comes from
-        elif name == "ttng.warp_group_dot_wait":
-            stack.extend(op.operands[op.results.index(current):][:1])
-        else:
-            tile.other.add(name)
+        stack.extend(_through_op(module, flow, tile, op, current))
     return tile
+
+
+def _carried_state(module, tile: Tile, argument: int) -> bool:
+    """Whether the block argument is a loop's recurrent iter_arg (then recorded in `tile.state`, once)."""
+    slot = _loop_slot(module, argument)
+    if slot is not None and slot not in tile.state and recurrent(module, *slot):
+        tile.state.append(slot)
+        return True
+    return False
+
+
+def _through_region(module, tile: Tile, value, current: int, back: list[int], seen: set[int]) -> list[int]:
+    """What flows into an iter_arg or a loop's or if's result: the values to follow."""
+    loop = module.ops[value.owner] if value.kind == "result" else None
+    if loop is not None and loop.canonical_name == "scf.for":
+        # what a loop computed (an accumulator after its K loop): follow what the body yields,
+        # through its own iter_arg, so that `acc = dot(a, b, acc)` reads as a dot's result
+        position = loop.results.index(current)
+        tile.accumulated.append(loop)
+        seen.update(iter_args(loop)[position:position + 1])
+        if len(loop.operands) > FOR_INIT_OPERANDS + position:
+            back = back[:-1]  # the init (a zero accumulator) comes last
+    return back
+
+
+def _through_op(module, flow, tile: Tile, op, current: int) -> list[int]:
+    """Record what the defining op makes of the tile; the values to follow further back through it."""
+    name = op.canonical_name
+    if name in GLOBAL_LOADS:
+        tile.loads.append(op)
+    elif name in DOTS:
+        tile.dots.append(op)
+    elif name in REDUCTIONS:
+        tile.reductions.append(op)
+    elif name == "arith.constant":
+        tile.constants += 1
+    elif name == "ttg.local_load":
+        origins = flow.origins(op.operands[0], BUFFER_VIEWS)
+        copies, writers = _writes_into(module, origins)
+        tile.loads.extend(copies)
+        if not copies and not writers:
+            tile.other.add(name)
+        return list(writers)
+    elif name in MOVES or name in SHUFFLES or name in CASTS or name in SPREADS or is_elementwise(name):
+        if name in SHUFFLES:
+            tile.shuffles.add(name)
+        if not (name in MOVES or name in CASTS or name in SPREADS or name in SHUFFLES):
+            tile.computed = True
+            tile.arith.append(op)
+        return [v for v in op.operands if isinstance(module.values[v].type, TensorType)]
+    elif name in ("tt.make_range", "tt.get_program_id"):
+        pass  # index arithmetic (a shift amount, a mask): not where the data comes from
+    elif name == "ttng.warp_group_dot_wait":
+        return list(op.operands[op.results.index(current):][:1])
+    else:
+        tile.other.add(name)
+    return []
 
 
 def _writes_into(module, buffers) -> tuple[list, list[int]]:
