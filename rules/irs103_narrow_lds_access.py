@@ -426,17 +426,11 @@ def _transpose_cause(text: str, conv, transpose: Transpose, generated: InductorK
                    f"removes it; {data}; otherwise it is the cost of the transposed access")
 
 
-# long, complex: to split: the cause and fix of a narrow operand, one sentence part per case
 def _operand_cause(feeds, module, operand: _Operand, origin: Origin, group: _Group) -> tuple[str, str]:
+    """The cause and fix of a narrow operand: chained dots, a K read of a tile LDS keeps along another
+    dimension, a transposing write, or a tile staged as it is."""
     tile = group.tile
-    fed = sorted({(m.opcode, name, m.args[1] if name == "A" else m.args[2])
-                  for i in group.instructions for m, name in feeds.get(i.index, ()) if len(m.args) > 2})
-    feeding = ""
-    if fed:
-        from irscope.parsers.amdgcn_opcodes import operand as typed
-
-        opcode, _, token = fed[0]
-        feeding = f"; they feed {opcode}, whose operand is {typed(token).count * 4} B per lane"
+    feeding = _feeding(feeds, group)
     staged = ""
     if tile.via_dot is not None and tile.python is not None:
         staged = f" (the instructions carry the dot's line; the tile is staged at " \
@@ -445,7 +439,6 @@ def _operand_cause(feeds, module, operand: _Operand, origin: Origin, group: _Gro
     order, k_dim = operand.order, operand.k_dim
     held = held_elements(module, tile.source, tile.shape)
     per_thread = max(1, group.width // _element_bytes(operand.element))
-    state = origin.kind in ("state", "dot")
     stored_alias = module.aliases.get(operand.stored)
     if type(stored_alias).__name__ in ("AmdMfma", "AmdWmma", "NvidiaMma") and operand.stored != operand.parent:
         kind = "reads" if group.direction == "read" else "writes"
@@ -460,65 +453,98 @@ def _operand_cause(feeds, module, operand: _Operand, origin: Origin, group: _Gro
                 "num_warps for shapes Triton splits alike) avoid it, and the chunk shapes are often the "
                 "algorithm's own")
     if order and k_dim is not None and order[0] != k_dim and group.direction == "read":
-        cause = (f"LDS keeps {what} contiguous along dim {order[0]} ({operand.shared}, order {list(order)}) and "
-                 f"the matrix instruction reads it along K (dim {k_dim}){feeding}")
-        if origin.kind == "computed" and "loaded data" in origin.text:
-            return cause, (f"the tile is {origin.text}: it keeps the layout of the load it came from, contiguous "
-                           f"along dim {order[0]}. Load the source data K-contiguous (e.g. the packed weight stored "
-                           f"as N x K and used through tl.trans), so the tile reaches LDS in the order the matrix "
-                           f"instruction reads it")
-        if origin.kind == "memory":
-            fix = ("keep the operand K-contiguous in memory (A row-major, B as an N x K tensor used through "
-                   "tl.trans), so the tile reaches LDS in the order the matrix instruction reads it")
-            if operand.amd and _element_bytes(operand.element) == 2:
-                fix += " (gfx950 also has transposing LDS reads for 16-bit operands, ds_read_b64_tr_b16)"
-            return cause, fix
-        return cause, (f"the tile is {origin.text}, and its producer's layout ({operand.stored}) runs along dim "
-                       f"{order[0]}: nothing in memory to reorder; produce it along K (dim {k_dim}) if the "
-                       f"algorithm allows, so that it reaches LDS in the order the matrix instruction reads it")
+        return _k_read_cause(what, feeding, operand, origin)
     # The dimension a thread's consecutive elements run along: its contiguous run first (a 16x16 share
     # held as 16-wide rows runs along them), then what it holds in all.
     runs = contiguous_runs(module, tile.source, tile.shape) or {}
     major = max(held, key=lambda d: (runs.get(d, 1), held[d], d == k_dim)) if held else None
     transposed = order and k_dim is not None and order[0] == k_dim and major is not None and major != k_dim
     if group.direction == "write" and transposed:
-        k_held = held[k_dim]
-        cause = (f"{what} is transposed on its way into LDS ({operand.stored} -> {operand.shared}, K-contiguous, "
-                 f"order {list(order)}): a thread holds {held[major]} elements along dim {major} and {k_held} along "
-                 f"K (dim {k_dim}), so it writes {per_thread} K element(s) at a time")
-        if state:
-            return cause, (f"the tile is {origin.text}: register state, not a tensor in memory, so no stride, "
-                           f"tl.trans of an input or block size changes it. Its layout ({operand.stored}) is the "
-                           f"matrix instruction's output layout, which gives a lane {k_held} element(s) along the next "
-                           f"dot's K; nothing in the kernel widens these writes short of computing the state in the "
-                           f"other orientation (its transpose, used through tl.trans) so that a lane's run lies "
-                           f"along K")
-        if origin.kind == "computed":
-            return cause, (f"the tile is {origin.text}; it is laid out along dim {major} in registers "
-                           f"({operand.stored}) and the dot reads it along K: nothing in memory to reorder. The "
-                           f"width follows the producer's layout; compute it along K if the algorithm allows "
-                           f"(e.g. its transpose, used through tl.trans)")
-        layout = "A as a row-major M x K tensor" if operand.name == "A" else \
-            "B as an N x K tensor used through tl.trans"
-        fix = f"keep the operand K-contiguous in memory ({layout}), so no transpose is needed; where the tensor's " \
-              f"layout is not the kernel's to choose (a layer's input), the transpose is the cost of reading it so"
-        if operand.amd and k_held * _element_bytes(operand.element) < OPERAND_BYTES:
-            fix += ("; or give each thread more K rows of the tile (a larger BLOCK_K, or fewer warps): with 8 bytes "
-                    "of K a thread writes ds_write_b64")
-        else:
-            fix += " (the matrix instruction then reads the tile as it was loaded)"
+        return _transposed_write_cause(what, operand, origin, held, major, per_thread)
+    return _staged_cause(what, feeding, operand, origin, per_thread, stored_alias, tile.shape)
+
+
+def _feeding(feeds, group: _Group) -> str:
+    """The clause naming the matrix instruction the accesses feed and its operand bytes per lane ("" if none)."""
+    fed = sorted({(m.opcode, name, m.args[1] if name == "A" else m.args[2])
+                  for i in group.instructions for m, name in feeds.get(i.index, ()) if len(m.args) > 2})
+    if not fed:
+        return ""
+    from irscope.parsers.amdgcn_opcodes import operand as typed
+
+    opcode, _, token = fed[0]
+    return f"; they feed {opcode}, whose operand is {typed(token).count * 4} B per lane"
+
+
+def _k_read_cause(what: str, feeding: str, operand: _Operand, origin: Origin) -> tuple[str, str]:
+    """LDS keeps the tile along a dimension other than K, which the matrix instruction reads along."""
+    order, k_dim = operand.order, operand.k_dim
+    cause = (f"LDS keeps {what} contiguous along dim {order[0]} ({operand.shared}, order {list(order)}) and "
+             f"the matrix instruction reads it along K (dim {k_dim}){feeding}")
+    if origin.kind == "computed" and "loaded data" in origin.text:
+        return cause, (f"the tile is {origin.text}: it keeps the layout of the load it came from, contiguous "
+                       f"along dim {order[0]}. Load the source data K-contiguous (e.g. the packed weight stored "
+                       f"as N x K and used through tl.trans), so the tile reaches LDS in the order the matrix "
+                       f"instruction reads it")
+    if origin.kind == "memory":
+        fix = ("keep the operand K-contiguous in memory (A row-major, B as an N x K tensor used through "
+               "tl.trans), so the tile reaches LDS in the order the matrix instruction reads it")
+        if operand.amd and _element_bytes(operand.element) == 2:
+            fix += " (gfx950 also has transposing LDS reads for 16-bit operands, ds_read_b64_tr_b16)"
         return cause, fix
+    return cause, (f"the tile is {origin.text}, and its producer's layout ({operand.stored}) runs along dim "
+                   f"{order[0]}: nothing in memory to reorder; produce it along K (dim {k_dim}) if the "
+                   f"algorithm allows, so that it reaches LDS in the order the matrix instruction reads it")
+
+
+def _transposed_write_cause(what: str, operand: _Operand, origin: Origin, held, major,
+                            per_thread: int) -> tuple[str, str]:
+    """A thread's run lies along another dimension than K, and LDS keeps the tile K-contiguous."""
+    order, k_dim = operand.order, operand.k_dim
+    state = origin.kind in ("state", "dot")
+    k_held = held[k_dim]
+    cause = (f"{what} is transposed on its way into LDS ({operand.stored} -> {operand.shared}, K-contiguous, "
+             f"order {list(order)}): a thread holds {held[major]} elements along dim {major} and {k_held} along "
+             f"K (dim {k_dim}), so it writes {per_thread} K element(s) at a time")
+    if state:
+        return cause, (f"the tile is {origin.text}: register state, not a tensor in memory, so no stride, "
+                       f"tl.trans of an input or block size changes it. Its layout ({operand.stored}) is the "
+                       f"matrix instruction's output layout, which gives a lane {k_held} element(s) along the next "
+                       f"dot's K; nothing in the kernel widens these writes short of computing the state in the "
+                       f"other orientation (its transpose, used through tl.trans) so that a lane's run lies "
+                       f"along K")
+    if origin.kind == "computed":
+        return cause, (f"the tile is {origin.text}; it is laid out along dim {major} in registers "
+                       f"({operand.stored}) and the dot reads it along K: nothing in memory to reorder. The "
+                       f"width follows the producer's layout; compute it along K if the algorithm allows "
+                       f"(e.g. its transpose, used through tl.trans)")
+    layout = "A as a row-major M x K tensor" if operand.name == "A" else \
+        "B as an N x K tensor used through tl.trans"
+    fix = f"keep the operand K-contiguous in memory ({layout}), so no transpose is needed; where the tensor's " \
+          f"layout is not the kernel's to choose (a layer's input), the transpose is the cost of reading it so"
+    if operand.amd and k_held * _element_bytes(operand.element) < OPERAND_BYTES:
+        fix += ("; or give each thread more K rows of the tile (a larger BLOCK_K, or fewer warps): with 8 bytes "
+                "of K a thread writes ds_write_b64")
+    else:
+        fix += " (the matrix instruction then reads the tile as it was loaded)"
+    return cause, fix
+
+
+def _staged_cause(what: str, feeding: str, operand: _Operand, origin: Origin, per_thread: int, stored_alias,
+                  shape: tuple) -> tuple[str, str]:
+    """The tile goes through LDS as it is: a matrix instruction's output, or a layout that spreads it thin."""
+    order = operand.order
     cause = (f"{what} goes through LDS ({operand.stored} -> {operand.shared}) {per_thread} element(s) at a "
              f"time{feeding}")
     if type(stored_alias).__name__ in ("AmdMfma", "AmdWmma", "NvidiaMma"):
         return cause, (f"the tile is {origin.text} in the matrix instruction's output layout ({operand.stored}), "
                        f"staged to become the next dot's {operand.name} operand: the width follows that layout, "
                        f"which no load or store hint changes; the round trip is the cost of chaining the two dots")
-    spread = _spread_one_each(stored_alias, order, tile.shape)
+    spread = _spread_one_each(stored_alias, order, shape)
     if spread and origin.kind == "computed":
         d, threads = spread
         return cause, (f"the tile is {origin.text}, and its layout ({operand.stored}) already runs along dim {d}, "
-                       f"the one LDS keeps contiguous, but spreads its {tile.shape[d]} elements there over "
+                       f"the one LDS keeps contiguous, but spreads its {shape[d]} elements there over "
                        f"{threads} threads, one each: Triton chose it for the ops that produce the tile (for a "
                        f"dequantized operand, the loads of its packed data and its scales). A block longer than "
                        f"{threads} along dim {d}, or fewer warps, leaves each thread a run to write 8-16 bytes at a "
