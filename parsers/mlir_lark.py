@@ -55,7 +55,46 @@ class MlirPostLexer(PostLex):
         self.problems: list[tuple[int, str, str]] = []
         self.join_lines = True  # off for the retry when a wrapped-line guess went wrong
 
-    # complex: the post-lexer's token loop, one state machine (brackets, held newlines); to split, measure first
+    def _joins(self, tok: Token, kind: str, last: Token | None) -> bool:
+        """Whether the line that starts with `tok` continues the op on the held line above."""
+        return self.join_lines and last is not None and last.type != "REGION_OPEN" and (
+            kind in _CONTINUES_FROM_LINE_START or (kind == "BARE_ID" and _is_keyword(tok.value)))
+
+    def _bracket(self, tok: Token, kind: str, stack: list) -> Token:
+        """`tok` as the parser gets it, its bracket pushed or popped: a region's `}`, or STRAY when unmatched."""
+        if kind in _CLOSER:
+            stack.append((_CLOSER[kind], tok))
+        elif kind == "RBRACE" and stack and stack[-1][0] == "REGION_CLOSE":
+            stack.pop()
+            tok = Token.new_borrow_pos("REGION_CLOSE", "}", tok)
+        elif kind in ("RPAR", "RSQB", "RANGLE", "RBRACE"):
+            if stack and stack[-1][0] == kind:
+                stack.pop()
+            else:
+                self.problems.append((tok.line, f"unmatched {tok.value!r} kept as text", "warning"))
+                tok = Token.new_borrow_pos("STRAY", tok.value, tok)
+        return tok
+
+    def _at_the_end(self, stack: list, pending_brace: Token | None, held_newline: Token | None,
+                    last: Token | None) -> Iterator[Token]:
+        """What the stream's end leaves to yield: the held newline, the undecided `{`, a closer per open bracket."""
+        if held_newline is not None:
+            last = held_newline
+            yield held_newline
+        if pending_brace is not None:
+            stack.append(("RBRACE", pending_brace))
+            last = pending_brace
+            yield pending_brace
+        if stack:
+            opener = stack[0][1]
+            self.problems.append((opener.line, f"text ends inside {len(stack)} open bracket(s) or region(s); "
+                                               f"the outermost opened here (truncated file?)", "error"))
+        for closer, opener in reversed(stack):
+            if closer == "REGION_CLOSE" and last is not None and last.type != "_NL":
+                yield Token.new_borrow_pos("_NL", "\n", last)
+            last = Token.new_borrow_pos(closer, _TEXT[closer], last or opener)
+            yield last
+
     def process(self, stream: Iterator[Token]) -> Iterator[Token]:
         self.problems = []
         stack: list[tuple[str, Token]] = []  # (closer type, opening token)
@@ -84,9 +123,7 @@ class MlirPostLexer(PostLex):
                 # `partition0`: never an op name, which has a dialect prefix) continues the op
                 # above; so does one after a line ending in `:` `,` `->` `=`. Triton prints
                 # warp_specialize's regions that way, and hand-written lit tests wrap long ops.
-                joins = self.join_lines and last is not None and last.type != "REGION_OPEN" and (
-                    kind in _CONTINUES_FROM_LINE_START or (kind == "BARE_ID" and _is_keyword(tok.value)))
-                if not joins:
+                if not self._joins(tok, kind, last):
                     last = held_newline
                     yield held_newline
                 held_newline = None
@@ -101,37 +138,13 @@ class MlirPostLexer(PostLex):
             if kind == "LBRACE":
                 pending_brace = tok
                 continue
-            if kind in _CLOSER:
-                stack.append((_CLOSER[kind], tok))
-            elif kind == "RBRACE" and stack and stack[-1][0] == "REGION_CLOSE":
-                if last is not None and last.type != "_NL":
-                    yield Token.new_borrow_pos("_NL", "\n", tok)
-                stack.pop()
-                tok = Token.new_borrow_pos("REGION_CLOSE", "}", tok)
-            elif kind in ("RPAR", "RSQB", "RANGLE", "RBRACE"):
-                if stack and stack[-1][0] == kind:
-                    stack.pop()
-                else:
-                    self.problems.append((tok.line, f"unmatched {tok.value!r} kept as text", "warning"))
-                    tok = Token.new_borrow_pos("STRAY", tok.value, tok)
+            closes_region = kind == "RBRACE" and stack and stack[-1][0] == "REGION_CLOSE"
+            if closes_region and last is not None and last.type != "_NL":  # a region's `}` ends its last line
+                yield Token.new_borrow_pos("_NL", "\n", tok)
+            tok = self._bracket(tok, kind, stack)
             last = tok
             yield tok
-        if held_newline is not None:
-            last = held_newline
-            yield held_newline
-        if pending_brace is not None:
-            stack.append(("RBRACE", pending_brace))
-            last = pending_brace
-            yield pending_brace
-        if stack:
-            opener = stack[0][1]
-            self.problems.append((opener.line, f"text ends inside {len(stack)} open bracket(s) or region(s); "
-                                               f"the outermost opened here (truncated file?)", "error"))
-        for closer, opener in reversed(stack):
-            if closer == "REGION_CLOSE" and last is not None and last.type != "_NL":
-                yield Token.new_borrow_pos("_NL", "\n", last)
-            last = Token.new_borrow_pos(closer, _TEXT[closer], last or opener)
-            yield last
+        yield from self._at_the_end(stack, pending_brace, held_newline, last)
 
 
 def _group(kind: str):

@@ -224,42 +224,52 @@ def _top_level_index(body: list, kind: str, last: bool = False) -> int:
     return found
 
 
-# complex: to split: the signature forms (`: A -> B`, iter_args, warp_specialize's regions) read in one place
 def _read_signature(syntax: OpSyntax, body: list, name: str) -> None:
+    body = _signature_part(body)
     arrow = _top_level_index(body, "ARROW")
     colon = _top_level_index(body, "COLON", last=True)
-    # Regions at the top level of the op (a broken file may leave syntax.regions only inside a group).
-    regions_at = [i for i, item in enumerate(body) if isinstance(item, RegionNode)]
-    if arrow < 0 and colon < 0 and regions_at:
-        # `ttg.warp_specialize(%a) default {...} partition0(...) {...} : (i32) -> i64`
-        tail = regions_at[-1] + 1
-        if _top_level_index(body[tail:], "COLON") >= 0:
-            body = body[tail:]
-            arrow = _top_level_index(body, "ARROW")
-            colon = _top_level_index(body, "COLON", last=True)
     if name == "scf.for" and colon >= 0:
         syntax.induction_type_items = [body[colon + 1]] if colon + 1 < len(body) else None
-    if arrow >= 0:  # `: A -> B`, `: (A, B) -> (C, D)`, `iter_args(...) -> (T0, T1) : i32`
-        after = body[arrow + 1] if arrow + 1 < len(body) else None
-        if isinstance(after, Group) and after.kind == "(":
-            syntax.result_type_items = [p for p in split_commas(after.items) if p]
-            return
-        listed = []  # `-> T0, T1` (elementwise_inline_asm), up to `: i32`, an attr dict or a region
-        for item in body[arrow + 1:]:
-            if isinstance(item, RegionNode) or is_tok(item, "COLON") or (isinstance(item, Group) and item.kind == "{"):
-                break
-            listed.append(item)
-        syntax.result_type_items = [p for p in split_commas(listed) if p]
-        return
-    if colon < 0:
-        return
+    if arrow >= 0:
+        syntax.result_type_items = _results_after_arrow(body[arrow + 1:])
+    elif colon >= 0:
+        syntax.result_type_items = _results_after_colon(body[colon + 1:])
+
+
+def _signature_part(body: list) -> list:
+    """The part of `body` that holds the signature: after the last region when only that part has one."""
+    if _top_level_index(body, "ARROW") >= 0 or _top_level_index(body, "COLON") >= 0:
+        return body
+    # Regions at the top level of the op (a broken file may leave syntax.regions only inside a group).
+    regions_at = [i for i, item in enumerate(body) if isinstance(item, RegionNode)]
+    if not regions_at:
+        return body
+    # `ttg.warp_specialize(%a) default {...} partition0(...) {...} : (i32) -> i64`
+    tail = body[regions_at[-1] + 1:]
+    return tail if _top_level_index(tail, "COLON") >= 0 else body
+
+
+def _results_after_arrow(after_arrow: list) -> list:
+    """`: A -> B`, `: (A, B) -> (C, D)`, `iter_args(...) -> (T0, T1) : i32`."""
+    first = after_arrow[0] if after_arrow else None
+    if isinstance(first, Group) and first.kind == "(":
+        return [p for p in split_commas(first.items) if p]
+    listed = []  # `-> T0, T1` (elementwise_inline_asm), up to `: i32`, an attr dict or a region
+    for item in after_arrow:
+        if isinstance(item, RegionNode) or is_tok(item, "COLON") or (isinstance(item, Group) and item.kind == "{"):
+            break
+        listed.append(item)
+    return [p for p in split_commas(listed) if p]
+
+
+def _results_after_colon(after_colon: list) -> list:
+    """`: T0, T1` up to an attr dict or a region; `: tensor<..xf32> to tensor<..xf16>` gives the part after `to`."""
     sig = []
-    for item in body[colon + 1:]:
+    for item in after_colon:
         if isinstance(item, RegionNode) or (isinstance(item, Group) and item.kind == "{"):
             break
         sig.append(item)
-    for pos, item in enumerate(sig):  # `: tensor<..xf32> to tensor<..xf16>`
+    for pos, item in enumerate(sig):
         if is_tok(item, "BARE_ID") and item.value == "to":
-            syntax.result_type_items = [sig[pos + 1:]]
-            return
-    syntax.result_type_items = [p for p in split_commas(sig) if p]
+            return [sig[pos + 1:]]
+    return [p for p in split_commas(sig) if p]

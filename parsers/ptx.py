@@ -146,7 +146,9 @@ class _Reader:
         self.debug: dict[str, list[str]] = {}  # .debug_abbrev / .debug_info lines
         self.label_at: list[dict[str, int]] = []  # per function: every label -> instruction index
 
-    # long, complex: the line-by-line read loop, its state in locals across lines; to split, measure first
+    # Measured (issue 24): with only the instruction line moved to a method, it read the 536 PTX files of fixtures/
+    # and real_world (28 MB) 1.10x slower, best of 5 CPU seconds 1.33 vs 1.21.
+    # long, complex: the read loop keeps its state in locals across lines; split, it read 1.10x slower (above)
     def read(self, text: str) -> None:
         state = _TOP
         data_depth, opened = 0, False

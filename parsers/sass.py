@@ -103,7 +103,6 @@ class _Reader:
         self.files: dict[int, str] = {}  # numbered in order of first appearance
         self.source_cache: dict[str, SourceLine | None] = {}
 
-    # long, complex: the line-by-line read loop, its state in locals across lines; to split, measure first
     def read(self, text: str) -> None:
         name: str | None = None
         fline = 0
@@ -125,44 +124,27 @@ class _Reader:
                 head = s[2:close].strip() if close > 0 else ""
                 if head.startswith("0x") or not head:
                     continue  # cuobjdump's second encoding word: `/* 0x000ff00000000800 */`
-                if name is None:
-                    unparsed.append(Unparsed(lineno, raw, "instruction outside a function", False))
-                    continue
                 semi = s.find(";", close)
-                if semi < 0:
-                    unparsed.append(Unparsed(lineno, raw, "instruction without `;`", True))
+                if name is None or semi < 0:
+                    unparsed.append(Unparsed(lineno, raw, "instruction without `;`" if name is not None else
+                                             "instruction outside a function", name is not None))
                     continue
-                words = s[close + 2:semi].split(None, 1)
-                pred = None
-                if words and words[0][0] == "@":
-                    pred = words[0][1:]
-                    words = words[1].split(None, 1) if len(words) > 1 else []
-                if not words:
+                pred, opcode, args = _statement(s[close + 2:semi])
+                if not opcode:
                     unparsed.append(Unparsed(lineno, raw, "instruction without an opcode", True))
                     continue
-                opcode = words[0]
-                args = _split_args(words[1].strip()) if len(words) > 1 else ()
                 op = classify(opcode)
                 index = len(instrs)
                 try:
                     address = int(head, 16)
                 except ValueError:
                     address = None
-                kind, memory, wait = op.kind, op.memory, op.wait_fixed
                 if pred == "!PT":  # never executes: `@!PT LDS RZ, [RZ]` is padding
                     kind, memory, wait = OTHER, None, None
                 else:
-                    if op.wait:
-                        wait = _depbar_wait(args)
+                    kind, memory, wait = op.kind, op.memory, _depbar_wait(args) if op.wait else op.wait_fixed
                     if op.branch:
-                        conditional = pred is not None and pred not in ("PT", "UPT")
-                        if op.branch == 3:
-                            builder.branch(index, (), conditional)
-                        else:
-                            # `BRA.U !UP0, `(.L_x_1)` / `BRA.DIV UR4, ...`: an operand before the target is a condition
-                            targets = _targets(args)
-                            conditional = conditional or len(args) > 1 or op.branch == 2 or not targets
-                            builder.branch(index, targets, conditional)
+                        _add_branch(builder, index, op.branch, args, pred)
                 instrs.append(Instruction(index, lineno, opcode, args, kind, memory, wait, op.matrix, source,
                                           pred, address))
                 lines.append(lineno)
@@ -172,11 +154,7 @@ class _Reader:
                 continue
             if c == "/":
                 if s.startswith("//##"):
-                    found = self._source(s)
-                    # -gi: `File A, line 43 inlined at B, line 31` then `File B, line 31`: keep the longer chain
-                    if not (source_fresh and source is not None and found is not None
-                            and len(found.inlined) < len(source.inlined)):
-                        source = found
+                    source = _kept_source(source, source_fresh, self._source(s))
                     source_fresh = True
                 continue
             if s.endswith(":") and " " not in s:
@@ -186,42 +164,50 @@ class _Reader:
                 continue
             if c == ".":
                 m = _TEXT_SECTION.match(s)
-                if m:
-                    if name is not None:
-                        self._finish(name, fline, instrs, lines, addresses, builder)
-                    name, fline = m[1], lineno
-                    instrs, lines, addresses, builder, source = [], [], {}, BlockBuilder(), None
-                elif s.startswith((".section ", ".section\t")):  # a data section: the function has ended
-                    if name is not None:
-                        self._finish(name, fline, instrs, lines, addresses, builder)
-                    name = None
-                elif s.startswith(".target"):
-                    self.target = s.split()[-1]  # a `.target` line wins over .headerflags
-                    self.facts.setdefault("sass_target", Fact(self.target, Origin(self.path, lineno, ".target")))
-                elif s.startswith(".headerflags"):
-                    m = _HEADER_ARCH.search(s)
-                    if m and self.target is None:  # no `.target` line: EF_CUDA_SM90 + EF_CUDA_ACCELERATORS
-                        self.target = f"sm_{m[1]}" + ("a" if "EF_CUDA_ACCELERATORS" in s else "")
-                elif s.startswith(".sectioninfo"):
-                    m = _REGISTERS.search(s)
-                    if m:
-                        self.facts.setdefault("registers", Fact(int(m[1]), Origin(self.path, lineno,
-                                                                                  "SHI_REGISTERS")))
-                elif s.strip(".") and not s.startswith((".elftype", *_IN_FUNCTION_SKIP)):  # `......` separates
-                    unparsed.append(Unparsed(lineno, raw, "unknown directive", name is not None))
-                continue
-            m = _CUOBJDUMP_FUNCTION.match(s)
-            if m:
-                if name is not None:
-                    self._finish(name, fline, instrs, lines, addresses, builder)
-                name, fline = m[1], lineno
-                instrs, lines, addresses, builder, source = [], [], {}, BlockBuilder(), None
-                continue
-            if s.startswith(_CUOBJDUMP_HEADERS):
-                continue
-            unparsed.append(Unparsed(lineno, raw, "not an instruction, label or directive", name is not None))
+                if m is None:
+                    if s.startswith((".section ", ".section\t")):  # a data section: the function has ended
+                        name = self._ended(name, fline, instrs, lines, addresses, builder)
+                    else:
+                        self._directive(s, raw, lineno, name is not None)
+                    continue
+            else:
+                m = _CUOBJDUMP_FUNCTION.match(s)
+                if m is None:
+                    self._other_line(s, raw, lineno, name is not None)
+                    continue
+            if name is not None:  # a function starts: `.text.NAME:` (nvdisasm) or `Function : NAME` (cuobjdump)
+                self._finish(name, fline, instrs, lines, addresses, builder)
+            name, fline = m[1], lineno
+            instrs, lines, addresses, builder, source = [], [], {}, BlockBuilder(), None
         if name is not None:
             self._finish(name, fline, instrs, lines, addresses, builder)
+
+    def _ended(self, name: str | None, line: int, instrs: list[Instruction], lines: list[int],
+               addresses: dict[int, int], builder: BlockBuilder) -> None:
+        """The function being read, if any, has ended: it is finished; no function is being read now."""
+        if name is not None:
+            self._finish(name, line, instrs, lines, addresses, builder)
+
+    def _other_line(self, s: str, raw: str, lineno: int, in_function: bool) -> None:
+        """A line that is no instruction, label, directive or function start: a cuobjdump header, or unknown."""
+        if not s.startswith(_CUOBJDUMP_HEADERS):
+            self.unparsed.append(Unparsed(lineno, raw, "not an instruction, label or directive", in_function))
+
+    def _directive(self, s: str, raw: str, lineno: int, in_function: bool) -> None:
+        """A `.` line that neither starts nor ends a function: the target, the register count, or unknown."""
+        if s.startswith(".target"):
+            self.target = s.split()[-1]  # a `.target` line wins over .headerflags
+            self.facts.setdefault("sass_target", Fact(self.target, Origin(self.path, lineno, ".target")))
+        elif s.startswith(".headerflags"):
+            m = _HEADER_ARCH.search(s)
+            if m and self.target is None:  # no `.target` line: EF_CUDA_SM90 + EF_CUDA_ACCELERATORS
+                self.target = f"sm_{m[1]}" + ("a" if "EF_CUDA_ACCELERATORS" in s else "")
+        elif s.startswith(".sectioninfo"):
+            m = _REGISTERS.search(s)
+            if m:
+                self.facts.setdefault("registers", Fact(int(m[1]), Origin(self.path, lineno, "SHI_REGISTERS")))
+        elif s.strip(".") and not s.startswith((".elftype", *_IN_FUNCTION_SKIP)):  # `......` separates
+            self.unparsed.append(Unparsed(lineno, raw, "unknown directive", in_function))
 
     def _finish(self, name: str, line: int, instrs: list[Instruction], lines: list[int],
                 addresses: dict[int, int], builder: BlockBuilder) -> None:
@@ -248,6 +234,37 @@ class _Reader:
         source = SourceLine.from_frames(frames) if frames else None
         self.source_cache[s] = source
         return source
+
+
+def _statement(text: str) -> tuple[str | None, str, tuple[str, ...]]:
+    """`@!P0 BRA `(.L_x_1)` -> ("!P0", "BRA", ("`(.L_x_1)",)); the opcode is "" when there is none."""
+    words = text.split(None, 1)
+    pred = None
+    if words and words[0][0] == "@":
+        pred = words[0][1:]
+        words = words[1].split(None, 1) if len(words) > 1 else []
+    if not words:
+        return pred, "", ()
+    return pred, words[0], _split_args(words[1].strip()) if len(words) > 1 else ()
+
+
+def _kept_source(source: SourceLine | None, fresh: bool, found: SourceLine | None) -> SourceLine | None:
+    """-gi prints `File A, line 43 inlined at B, line 31` then `File B, line 31` for one instruction:
+    of two //## lines in a row, the longer inline chain is kept."""
+    if fresh and source is not None and found is not None and len(found.inlined) < len(source.inlined):
+        return source
+    return found
+
+
+def _add_branch(builder: BlockBuilder, index: int, branch: int, args: tuple[str, ...], pred: str | None) -> None:
+    """Instruction `index` branches (`branch`: 1 jump, 2 call, 3 exit or return); a predicate makes it conditional."""
+    conditional = pred is not None and pred not in ("PT", "UPT")
+    if branch == 3:
+        builder.branch(index, (), conditional)
+        return
+    # `BRA.U !UP0, `(.L_x_1)` / `BRA.DIV UR4, ...`: an operand before the target is a condition
+    targets = _targets(args)
+    builder.branch(index, targets, conditional or len(args) > 1 or branch == 2 or not targets)
 
 
 def _split_args(ops: str) -> tuple[str, ...]:

@@ -19,7 +19,10 @@ inside the stand-in do_bench, whose result is thrown away, matmuls are not compu
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections import Counter
+from dataclasses import dataclass
+from typing import Any
 
 from irscope.pipeline.stand_in.devices import StandInDevice
 
@@ -141,69 +144,97 @@ FACTORIES = ("empty", "zeros", "ones", "full", "rand", "randn", "randint", "rand
 TENSOR_METHODS = ("to", "new_empty", "new_zeros", "new_ones", "new_full", "new_tensor", "new_empty_strided")
 
 
-# long: to split: the wrappers it installs share its closure (cuda0, cpu, on_gpu); kept whole for now
 def _keep_cuda_tensors_on_the_cpu(ask) -> None:
     """Make "cuda" allocations CPU tensors that say they live on cuda:0 (torch's own functions are
     wrapped, not a TorchFunctionMode: a mode is off inside the calls it handles, backward() among them).
     Pinned host memory (`pin_memory=True`, `t.pin_memory()`), which a CPU build of torch has no allocator
     for, is plain host memory: it only makes a copy to the GPU asynchronous, and nothing is copied here."""
-    import functools
-
     import torch
 
-    cuda0, cpu = torch.device("cuda", 0), torch.device("cpu")
+    devices = _CudaToCpu(torch, torch.device("cuda", 0), torch.device("cpu"))
+    stand_in_tensor = _stand_in_tensor_class(torch, devices)
+    for name in FACTORIES:
+        if hasattr(torch, name):
+            setattr(torch, name, _made_on_the_device(torch, devices, stand_in_tensor, ask, getattr(torch, name)))
+    for name in TENSOR_METHODS:
+        setattr(torch.Tensor, name, _made_on_the_device(torch, devices, stand_in_tensor, ask,
+                                                        getattr(torch.Tensor, name), positional=name == "to"))
+    _grads_on_the_device(torch, stand_in_tensor)
+    torch.Tensor.pin_memory = lambda self, *args, **kwargs: ask("torch.Tensor.pin_memory", self)
+    torch.Tensor.cuda = lambda self, *args, **kwargs: self if isinstance(self, stand_in_tensor) else \
+        self.as_subclass(stand_in_tensor)
+    # The first call of a torch.compile'd function runs its graph under a debug mode that checks custom ops
+    # for aliasing and declines every tensor type it does not know, StandInTensor too: the call would fail.
+    import torch._functorch.config
 
-    def on_gpu(where) -> bool:
-        if isinstance(where, torch.device):
+    if hasattr(torch._functorch.config, "check_custom_op_aliasing"):
+        torch._functorch.config.check_custom_op_aliasing = False
+
+
+@dataclass(frozen=True)
+class _CudaToCpu:
+    """Reads the device a call names and makes every "cuda" device the CPU."""
+
+    torch: Any
+    cuda0: Any
+    cpu: Any
+
+    def on_gpu(self, where) -> bool:
+        if isinstance(where, self.torch.device):
             return where.type == "cuda"
         if isinstance(where, str):
             return where.startswith("cuda")
         return isinstance(where, int) and not isinstance(where, bool)  # torch reads device=0 as cuda:0
 
-    def to_cpu(args, kwargs, positional: bool):
+    def to_cpu(self, args, kwargs, positional: bool):
         """(args, kwargs, where asked: "gpu", "cpu" or None), every "cuda" device made the CPU.
         `positional`: Tensor.to(device, ...) names the device as its first argument after self."""
         asked = None
         if kwargs.get("device") is not None:
-            asked = "gpu" if on_gpu(kwargs["device"]) else "cpu"
-            kwargs = dict(kwargs, device=cpu) if asked == "gpu" else kwargs
-        if positional and len(args) > 1 and not isinstance(args[1], (torch.dtype, torch.Tensor)) and \
+            asked = "gpu" if self.on_gpu(kwargs["device"]) else "cpu"
+            kwargs = dict(kwargs, device=self.cpu) if asked == "gpu" else kwargs
+        if positional and len(args) > 1 and not isinstance(args[1], (self.torch.dtype, self.torch.Tensor)) and \
                 args[1] is not None:
-            asked = "gpu" if on_gpu(args[1]) else "cpu"
-            args = (args[0], cpu, *args[2:]) if asked == "gpu" else args
+            asked = "gpu" if self.on_gpu(args[1]) else "cpu"
+            args = (args[0], self.cpu, *args[2:]) if asked == "gpu" else args
         return args, kwargs, asked
 
-    on_cuda = torch._C.DispatchKeySet(torch._C.DispatchKey.CUDA) | torch._C.DispatchKeySet(
-        torch._C.DispatchKey.AutogradCUDA)
 
-    def cuda_only_op(func, args, kwargs):
-        """The overload `func` calls when it is a `torch.ops` operator registered for CUDA and not for the
-        CPU (`torch.library.impl(lib, name, "CUDA")`): the stand-in's tensors would dispatch to the CPU."""
-        if isinstance(func, torch._ops.OpOverloadPacket) and not func._qualified_op_name.startswith("aten::"):
-            try:
-                func = getattr(func, torch._C._jit_resolve_packet(func._qualified_op_name, *args, **kwargs))
-            except RuntimeError:
-                return None
-        if not isinstance(func, torch._ops.OpOverload) or func.namespace == "aten":
+def _cuda_only_op(torch, func, args, kwargs):
+    """The overload `func` calls when it is a `torch.ops` operator registered for CUDA and not for the
+    CPU (`torch.library.impl(lib, name, "CUDA")`): the stand-in's tensors would dispatch to the CPU."""
+    if isinstance(func, torch._ops.OpOverloadPacket) and not func._qualified_op_name.startswith("aten::"):
+        try:
+            func = getattr(func, torch._C._jit_resolve_packet(func._qualified_op_name, *args, **kwargs))
+        except RuntimeError:
             return None
-        has = torch._C._dispatch_has_kernel_for_dispatch_key
-        return func if has(func.name(), "CUDA") and not has(func.name(), "CPU") else None
+    if not isinstance(func, torch._ops.OpOverload) or func.namespace == "aten":
+        return None
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    return func if has(func.name(), "CUDA") and not has(func.name(), "CPU") else None
 
+
+def _uncomputed(torch, stand_in_tensor, func, args, kwargs):
+    """func's result as a stand-in tensor of its shape, dtype and strides, with its math not done."""
+    def meta(x):
+        return x.to("meta") if isinstance(x, torch.Tensor) else x
+
+    with torch._C.DisableTorchFunctionSubclass():
+        out = func(*[meta(a) for a in args], **{k: meta(v) for k, v in kwargs.items()})
+        return torch.empty_strided(out.shape, out.stride(), dtype=out.dtype).as_subclass(stand_in_tensor)
+
+
+def _stand_in_tensor_class(torch, devices: _CudaToCpu) -> type:
+    """The tensor subclass the stand-in's "cuda" tensors are (made here: torch is imported only under --target)."""
     import torch.nn.functional
     from torch.utils._pytree import tree_map
 
+    cuda0 = devices.cuda0
+    on_cuda = torch._C.DispatchKeySet(torch._C.DispatchKey.CUDA) | torch._C.DispatchKeySet(
+        torch._C.DispatchKey.AutogradCUDA)
     backward_calls = (torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad)
     benched = {getattr(module, name) for module in (torch, torch.Tensor, torch.nn.functional)
                for name in BENCHED_MATH if hasattr(module, name)} | {torch.Tensor.__matmul__}
-
-    def uncomputed(func, args, kwargs):
-        """func's result as a stand-in tensor of its shape, dtype and strides, with its math not done."""
-        def meta(x):
-            return x.to("meta") if isinstance(x, torch.Tensor) else x
-
-        with torch._C.DisableTorchFunctionSubclass():
-            out = func(*[meta(a) for a in args], **{k: meta(v) for k, v in kwargs.items()})
-            return torch.empty_strided(out.shape, out.stride(), dtype=out.dtype).as_subclass(StandInTensor)
 
     class StandInTensor(torch.Tensor):
         """A CPU tensor that says it lives on the stand-in device; what ops make of it stays one."""
@@ -229,10 +260,10 @@ def _keep_cuda_tensors_on_the_cpu(ask) -> None:
             if torch.compiler.is_compiling():  # dynamo traces this method: as under a forward, no subclass
                 with torch._C.DisableTorchFunctionSubclass():  # (a backward's torch.compile'd helper, as in CCE)
                     return func(*args, **(kwargs or {}))
-            args, kwargs, asked = to_cpu(args, kwargs or {}, func is torch.Tensor.to)
+            args, kwargs, asked = devices.to_cpu(args, kwargs or {}, func is torch.Tensor.to)
             if _benchmarking[0] and func in benched and not kwargs.get("out"):
-                return uncomputed(func, args, kwargs)
-            op = cuda_only_op(func, args, kwargs)
+                return _uncomputed(torch, StandInTensor, func, args, kwargs)
+            op = _cuda_only_op(torch, func, args, kwargs)
             if op is not None:  # a library's op with a CUDA kernel alone: a GPU build of torch dispatches to it,
                 # through its autograd formula first (AutogradCUDA), so that its output has a grad_fn as on the GPU
                 with torch._C.DisableTorchFunctionSubclass():
@@ -244,37 +275,25 @@ def _keep_cuda_tensors_on_the_cpu(ask) -> None:
     def plain(a):
         return a.as_subclass(torch.Tensor) if isinstance(a, StandInTensor) else a
 
-    def wrapped(make, positional=False):
-        @functools.wraps(make)
-        def on_the_device(*args, **kwargs):
-            if kwargs.get("pin_memory"):
-                kwargs = dict(kwargs, pin_memory=ask("torch pin_memory=True", False))
-            args, kwargs, asked = to_cpu(args, kwargs, positional)
-            if asked != "gpu":
-                return make(*args, **kwargs)
-            grad = kwargs.pop("requires_grad", False)  # set on the subclass: as_subclass of a leaf is no leaf
-            out = make(*args, **kwargs)
-            if type(out) is torch.Tensor:
-                out = out.detach().as_subclass(StandInTensor).requires_grad_(grad) if grad or not out.requires_grad \
-                    else out.as_subclass(StandInTensor)
-            return out
-        return on_the_device
+    return StandInTensor
 
-    for name in FACTORIES:
-        if hasattr(torch, name):
-            setattr(torch, name, wrapped(getattr(torch, name)))
-    for name in TENSOR_METHODS:
-        setattr(torch.Tensor, name, wrapped(getattr(torch.Tensor, name), positional=name == "to"))
-    _grads_on_the_device(torch, StandInTensor)
-    torch.Tensor.pin_memory = lambda self, *args, **kwargs: ask("torch.Tensor.pin_memory", self)
-    torch.Tensor.cuda = lambda self, *args, **kwargs: self if isinstance(self, StandInTensor) else \
-        self.as_subclass(StandInTensor)
-    # The first call of a torch.compile'd function runs its graph under a debug mode that checks custom ops
-    # for aliasing and declines every tensor type it does not know, StandInTensor too: the call would fail.
-    import torch._functorch.config
 
-    if hasattr(torch._functorch.config, "check_custom_op_aliasing"):
-        torch._functorch.config.check_custom_op_aliasing = False
+def _made_on_the_device(torch, devices: _CudaToCpu, stand_in_tensor: type, ask, make, positional=False):
+    """`make` (a factory or a Tensor method) with "cuda" made the CPU and its tensor a stand-in one."""
+    @functools.wraps(make)
+    def on_the_device(*args, **kwargs):
+        if kwargs.get("pin_memory"):
+            kwargs = dict(kwargs, pin_memory=ask("torch pin_memory=True", False))
+        args, kwargs, asked = devices.to_cpu(args, kwargs, positional)
+        if asked != "gpu":
+            return make(*args, **kwargs)
+        grad = kwargs.pop("requires_grad", False)  # set on the subclass: as_subclass of a leaf is no leaf
+        out = make(*args, **kwargs)
+        if type(out) is torch.Tensor:
+            out = out.detach().as_subclass(stand_in_tensor).requires_grad_(grad) if grad or not out.requires_grad \
+                else out.as_subclass(stand_in_tensor)
+        return out
+    return on_the_device
 
 
 def install_torch(device: StandInDevice, questions: Questions) -> None:
