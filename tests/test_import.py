@@ -39,3 +39,34 @@ def test_scanning_works_when_triton_cannot_be_imported(tmp_path):
         "import irscope.cli.main\n"
         f"assert irscope.cli.main.main(['scan', {str(root)!r}, '--json', {str(tmp_path / 'r.json')!r}]) == 0\n"
     )
+
+
+# What a person waits for at start-up (issue 25): none of these is needed to print the version or to
+# show a kernel whose results are in the result index.
+STARTUP_HEAVY = "{'pandas', 'pyarrow', 'networkx', 'lark', 'textual', 'yaml', 'pygments', 'triton', 'torch'}"
+
+
+def _startup_check(code: str, env: dict | None = None) -> None:
+    proc = subprocess.run([sys.executable, "-c", code + f"\nheavy = {STARTUP_HEAVY} & set(sys.modules)\n"
+                           "assert not heavy, sorted(heavy)\n"], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_import_and_version_need_no_heavy_module():
+    _startup_check("import sys, irscope, irscope.cli.main")
+    _startup_check("import sys, contextlib, io\nfrom irscope.cli.main import main\n"
+                   "with contextlib.redirect_stdout(io.StringIO()):\n"
+                   "    try:\n        main(['--version'])\n    except SystemExit:\n        pass")
+
+
+def test_a_warm_scan_of_one_kernel_needs_no_heavy_module(tmp_path):
+    import os
+
+    kernel = next(p for p in sorted((FIXTURES / "caches" / "triton-3.6").iterdir())
+                  if any(p.glob("*.ttgir")) and any(p.glob("*.amdgcn")))
+    env = {**os.environ, "IRSCOPE_CACHE_DIR": str(tmp_path / "home")}
+    scan = (f"import sys, contextlib, io\nfrom irscope.cli.main import main\n"
+            f"with contextlib.redirect_stdout(io.StringIO()):\n    code = main(['scan', {str(kernel)!r}, '--quiet'])\n"
+            "assert code in (0, 1), code\n")
+    subprocess.run([sys.executable, "-c", scan], check=True, env=env)  # fills the result index
+    _startup_check(scan + "from irscope.pipeline import index_db\n", env)

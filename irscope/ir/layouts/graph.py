@@ -20,13 +20,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Optional
-
-import networkx as nx
+from typing import TYPE_CHECKING, Optional
 
 from irscope.ir.types import MemDescType, PointerType, TensorType, element_of, encoding_of
 from irscope.ir.mlir import MlirModule, Op
 from irscope.ir.opgraph import value_flow
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 GLOBAL = "global"
 # Ops that view a buffer without copying it: the buffer behind them is their operand's.
@@ -195,6 +196,8 @@ class LayoutFacts:
 
     # -- the graph ---------------------------------------------------------------------
     def graph(self) -> nx.MultiDiGraph:
+        import networkx as nx  # here: a scan that never draws the graph (each one) does not pay its import
+
         graph = nx.MultiDiGraph()
         graph.add_node(GLOBAL, memory="global", layout=None)
         grouped: dict[tuple, list[Move]] = defaultdict(list)
