@@ -83,7 +83,8 @@ class Family:
     autotune: str | None  # "measured" (a real GPU), "not measured" (--target), None: no autotuner seen
 
     def spared(self, shared: SharedFinding) -> tuple[int, ...]:
-        return tuple(i for i in range(len(self.configs)) if i not in set(shared.configs))
+        having = set(shared.configs)
+        return tuple(i for i in range(len(self.configs)) if i not in having)
 
 
 def families(reports: Iterable[KernelReport]) -> tuple[Family, ...]:
@@ -217,13 +218,15 @@ def _config_rank(c: Config) -> tuple:
 
 
 def _family(members: list[KernelReport]) -> Family:
-    every = {n: None for r in members for n, _ in parameters(r)}
-    values = {n: {dict(parameters(r)).get(n) for r in members} for n in every}
-    varying = tuple(n for n in every if len(values[n]) > 1)
+    params = [dict(parameters(r)) for r in members]
+    every = {n: None for p in params for n in p}
+    varying = tuple(n for n in every if len({p.get(n) for p in params}) > 1)
     names = varying or tuple(every)
     measured = next((a.timings for r in members for a in r.autotune if a.measured and a.timings), ())
-    ordered = sorted(members, key=lambda r: (_config_rank(_config(r, names)), _param_order(r, names), r.kernel.key))
-    configs = tuple(_config(r, names, measured) for r in ordered)
+    built = [(_config(r, names, measured), p, r) for r, p in zip(members, params)]
+    built.sort(key=lambda b: (_config_rank(b[0]), tuple(_sortable(b[1].get(n, "")) for n in names), b[2].kernel.key))
+    ordered = [r for _, _, r in built]
+    configs = tuple(c for c, _, _ in built)
     first = ordered[0].kernel
     seen = [a for r in members for a in r.autotune]
     autotune = None if not seen else ("measured" if any(a.measured for a in seen) else "not measured")
@@ -233,13 +236,8 @@ def _family(members: list[KernelReport]) -> Family:
                   shared_findings(ordered), autotune)
 
 
-def _param_order(r: KernelReport, names: Sequence[str]) -> tuple:
-    """Configs of equal seriousness in the order of their parameters, numbers as numbers."""
-    params = dict(parameters(r))
-    return tuple(_sortable(params.get(n, "")) for n in names)
-
-
 def _sortable(value: str) -> tuple:
+    """Configs of equal seriousness in the order of their parameters, numbers as numbers."""
     parts = value.replace("+", "").split("x")
     if all(p.isdigit() for p in parts):
         return (0, tuple(int(p) for p in parts), "")
