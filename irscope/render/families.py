@@ -164,11 +164,10 @@ def family_block(family: Family, kernels: Mapping[str, KernelReport], width: int
     positions = None
     if not sweep:
         launching = [i for i, c in enumerate(family.configs) if c.fit.launches is not False]
-        positions = launching[:ROWS]
         # the autotuner's choice always, and when it timed them, the fastest configs too
-        timed = sorted((i for i in launching if family.configs[i].ms is not None), key=lambda i: family.configs[i].ms)
-        extra = [i for i, c in enumerate(family.configs) if c.chosen] + timed[:3]
-        positions = sorted(dict.fromkeys(positions + [i for i in extra if i not in positions]))
+        fastest = sorted((i for i in launching if family.configs[i].ms is not None), key=lambda i: family.configs[i].ms)
+        chosen = [i for i, c in enumerate(family.configs) if c.chosen]
+        positions = sorted(set(launching[:ROWS]) | set(chosen) | set(fastest[:3]))
     lines.append(config_table(family, kernels, width, positions))
     if positions is not None and len(positions) < len(family.configs):
         lines.append(Text(f"  {len(positions)} of {len(family.configs)} configs shown; --sweep shows every one",
