@@ -10,9 +10,26 @@ cache is analyzed on any machine.
 from __future__ import annotations
 
 from irscope.model.version import __version__
-from irscope.pipeline.harvester import HarvestError, harvest
-from irscope.pipeline.analyze import scan
-from irscope.model.report import Report, ReportError
-from irscope.api import load
+
+# The rest is imported on first use (PEP 562): `irscope --version` and the CLI's start-up must not
+# pay for the pipeline and the model (tests/test_import.py; bench/RESULTS.md, issue 25).
+_LAZY = {"harvest": "irscope.pipeline.harvester", "HarvestError": "irscope.pipeline.harvester",
+         "scan": "irscope.pipeline.analyze", "Report": "irscope.model.report",
+         "ReportError": "irscope.model.report", "load": "irscope.api"}
 
 __all__ = ["__version__", "harvest", "scan", "load", "Report", "HarvestError", "ReportError"]
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'irscope' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -23,8 +23,13 @@ from irscope.cli.exit_codes import EXIT_USAGE
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["--version"]:  # answered before the command modules are imported (issue 25: < 100 ms)
+        from irscope.model.version import __version__
+
+        print(f"irscope {__version__}")
+        return 0
+    parser = _parser()
     script_args: list[str] = []
     if "--" in argv:  # `irscope scan script.py [options] -- script args`
         cut = argv.index("--")
