@@ -29,6 +29,12 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"irscope {__version__}")
         return 0
+    from irscope.cli.kept_views import replay
+
+    kept = replay(argv)  # the same scan of an unchanged cache: its kept output (irscope/cli/kept_views.py)
+    if kept is not None:
+        return kept
+    command_argv = list(argv)
     parser = _parser()
     script_args: list[str] = []
     if "--" in argv:  # `irscope scan script.py [options] -- script args`
@@ -36,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         argv, script_args = argv[:cut], argv[cut + 1:]
     args = parser.parse_args(argv)
     args.script_args = script_args
+    args.command_argv = None if script_args else command_argv
     if not hasattr(args, "func"):
         parser.print_help()
         return EXIT_USAGE

@@ -33,11 +33,14 @@ def cmd_scan(args: argparse.Namespace) -> int:
     if len(args.paths) == 1 and os.path.isfile(args.paths[0]) and is_dump(args.paths[0]):
         args.dump, args.kernel, args.all = args.paths[0], None, False
         return cmd_passes(args)  # a saved MLIR_ENABLE_DUMP log: its pass timeline
+    from irscope.cli.kept_views import Keeper, keepable
     from irscope.render.progress import scan_progress
 
+    keeper = Keeper(args) if keepable(args) else None  # watches the cache from before the harvest
     try:
         with scan_progress(args.quiet) as on_progress:  # cleared before anything below is printed
-            report = scan(args.paths or None, sass=args.sass, rules=rule_selection(args), index=not args.no_cache,
+            selection = rule_selection(args)
+            report = scan(args.paths or None, sass=args.sass, rules=selection, index=not args.no_cache,
                           jobs=args.jobs, on_progress=on_progress)
     except (HarvestError, RuleConfigError) as exc:
         error(str(exc))
@@ -53,8 +56,14 @@ def cmd_scan(args: argparse.Namespace) -> int:
 
             write_text(args.json, report_json(report) + "\n")
         return run_tui(report, None, tuple(args.source))
-    _show_scan(report, args)
-    return status([report], findings_gate(report, args.fail_on))
+    if keeper is None:
+        _show_scan(report, args)
+        return status([report], findings_gate(report, args.fail_on))
+    with keeper:  # the output is recorded, and kept for the next identical scan if nothing changed meanwhile
+        _show_scan(report, args)
+        code = status([report], findings_gate(report, args.fail_on))
+    keeper.keep(code, selection.rules())
+    return code
 
 
 def _refusal(args: argparse.Namespace, scripts: list[str]) -> str | None:

@@ -31,13 +31,14 @@ from irscope.model.json_input import OTHER, REPORT, json_kind, not_an_input
 from irscope.model.kernel import STAGES, Artifact, Fact, Kernel, KernelOptions, Origin, Problem, Skipped
 from irscope.model.errors import ArtifactError
 from irscope.parsers.metadata import parse_metadata
+from irscope.pipeline.home import default_cache_dir  # noqa: F401  (where callers have always found it)
 from irscope.model.safe_text import has_surrogates
 
 _STAGE_OF_EXT = {stage: stage for stage in STAGES}
 _STAGE_ORDER = {stage: i for i, stage in enumerate(STAGES)}
 # Triton's in-progress files: `<file>.tmp.pid_<pid>_<uuid>` (3.0-3.1) and the
 # `tmp.pid_<pid>_<uuid>/` directory inside a hash directory (3.2+).
-_IN_PROGRESS = re.compile(r"(^|\.)tmp\.pid_")
+IN_PROGRESS = _IN_PROGRESS = re.compile(r"(^|\.)tmp\.pid_")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _B64_43 = re.compile(r"^[A-Za-z0-9_-]{43}$")
 _B32_52 = re.compile(r"^[A-Z2-7]{52}$")
@@ -61,14 +62,6 @@ class Harvest:
     # Problems found while harvesting, keyed by Kernel.key; run-level ones under "".
     problems: Mapping[str, tuple[Problem, ...]] = field(default_factory=dict)
     skipped: tuple[Skipped, ...] = ()
-
-
-def default_cache_dir() -> Path:
-    """Where Triton itself caches: $TRITON_CACHE_DIR, else $TRITON_HOME/.triton/cache, else ~/.triton/cache."""
-    if os.environ.get("TRITON_CACHE_DIR"):
-        return Path(os.environ["TRITON_CACHE_DIR"])
-    home = os.environ.get("TRITON_HOME") or os.path.expanduser("~")
-    return Path(home) / ".triton" / "cache"
 
 
 def harvest(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None) -> Harvest:

@@ -14,3 +14,11 @@ def irscope_home() -> Path:
         return Path(os.environ["IRSCOPE_CACHE_DIR"])
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "irscope"
+
+
+def default_cache_dir() -> Path:
+    """Where Triton itself caches: $TRITON_CACHE_DIR, else $TRITON_HOME/.triton/cache, else ~/.triton/cache."""
+    if os.environ.get("TRITON_CACHE_DIR"):
+        return Path(os.environ["TRITON_CACHE_DIR"])
+    home = os.environ.get("TRITON_HOME") or os.path.expanduser("~")
+    return Path(home) / ".triton" / "cache"

@@ -29,11 +29,11 @@ import stat
 import time
 import zlib
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 from urllib.parse import quote
 
-from irscope.model.kernel import KernelReport
-from irscope.model.serde import from_data, loads_bounded, to_data
+if TYPE_CHECKING:
+    from irscope.model.kernel import KernelReport
 
 
 DATABASE = "results.sqlite3"
@@ -49,6 +49,9 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY NOT NULL, used INTEGER NOT NULL, "
     "checksum BLOB NOT NULL, payload BLOB NOT NULL) WITHOUT ROWID",
     "CREATE INDEX IF NOT EXISTS entries_by_use ON entries (used)",
+    # irscope/pipeline/console_views.py: a scan's console output, kept while nothing it was made from changed
+    "CREATE TABLE IF NOT EXISTS views (key TEXT PRIMARY KEY NOT NULL, used INTEGER NOT NULL, "
+    "checksum BLOB NOT NULL, payload BLOB NOT NULL) WITHOUT ROWID",
 )
 # sqlite's primary error codes that mean the file is not a sound database (SQLITE_CORRUPT,
 # SQLITE_NOTADB), and those that mean another scan holds it (SQLITE_BUSY, SQLITE_LOCKED)
@@ -99,6 +102,9 @@ def max_index_size() -> int:
 
 
 def encode_entry(young: Sequence[str], digest: str | None, report: KernelReport) -> bytes:
+    # The model is imported here, not with this module: a kept console view is read without it.
+    from irscope.model.serde import to_data
+
     # ensure_ascii: a non-UTF-8 file name's lone surrogates are written as \udcXX and read back as they were
     raw = json.dumps({"young": list(young), "digest": digest, "report": to_data(report)},
                      separators=(",", ":")).encode("ascii")
@@ -108,6 +114,9 @@ def encode_entry(young: Sequence[str], digest: str | None, report: KernelReport)
 
 def decode_entry(payload: bytes) -> tuple[tuple[str, ...], str | None, KernelReport]:
     """An entry's (young artifacts, their digest, report); raises on anything else."""
+    from irscope.model.kernel import KernelReport
+    from irscope.model.serde import from_data, loads_bounded
+
     kind, body = payload[:1], payload[1:]
     if kind == b"z":
         inflate = zlib.decompressobj()
@@ -190,8 +199,11 @@ class IndexDatabase:
     entry not stored, never an exception out of here."""
 
     def __init__(self, directory: Path, max_size: int | None = None,
-                 say: Callable[[str], None] | None = None) -> None:
+                 say: Callable[[str], None] | None = None, repair: bool = True) -> None:
         self.directory = directory
+        # False: a file that is not a sound index is left as it is, for the scan to set aside and say so
+        # (a kept view is looked up before the scan: irscope/cli/kept_views.py).
+        self.repair = repair
         self.path = directory / DATABASE
         self.max_size = max_index_size() if max_size is None else max_size
         self.say = say or (lambda message: None)
@@ -219,7 +231,7 @@ class IndexDatabase:
                 self._conn = _connect(self.path)
                 return self._conn
             except (sqlite3.DatabaseError, ForeignSchema) as e:
-                if attempt == 0 and _primary_code(e) not in _LOCKED and self._set_aside(e):
+                if attempt == 0 and self.repair and _primary_code(e) not in _LOCKED and self._set_aside(e):
                     continue
                 self._unusable = True
                 return None
@@ -246,7 +258,7 @@ class IndexDatabase:
         """A statement failed: a damaged file is set aside once and a fresh one started; a lock held
         by another scan past the timeout, a full disk or a read-only directory stop the storing."""
         code = _primary_code(error)
-        if code in _DAMAGED and not self._recovered:
+        if code in _DAMAGED and not self._recovered and self.repair:
             self._recovered = True
             self._drop()
             if self._set_aside(error) and self._restore():
@@ -330,6 +342,43 @@ class IndexDatabase:
             self._failed(e)
             if self._conn is not None and self._writable:
                 self.put(key, young, digest, report)  # once more, into the fresh file
+
+    def view(self, key: str) -> bytes | None:
+        """A kept console view's payload, its checksum checked; None when there is none (or no database)."""
+        conn = self._connection()
+        if conn is None:
+            return None
+        try:
+            row = conn.execute("SELECT checksum, CASE WHEN length(payload) <= ? THEN payload END FROM views "
+                               "WHERE key = ?", (MAX_ENTRY, key)).fetchone()
+        except sqlite3.DatabaseError as e:
+            self._failed(e)
+            return None
+        if row is None or not isinstance(row[1], bytes) or row[0] != checksum(row[1]):
+            return None
+        return row[1]
+
+    def used_view(self, key: str) -> None:
+        self._write("UPDATE views SET used = ? WHERE key = ?", (_now(), key))
+
+    def put_view(self, key: str, payload: bytes, keep: int) -> None:
+        """Keep a console view (and only the `keep` most recently used ones)."""
+        if len(payload) <= MAX_ENTRY and self._write(
+                "INSERT OR REPLACE INTO views (key, used, checksum, payload) VALUES (?, ?, ?, ?)",
+                (key, _now(), checksum(payload), payload)):
+            self._write("DELETE FROM views WHERE key NOT IN (SELECT key FROM views ORDER BY used DESC LIMIT ?)",
+                        (keep,))
+
+    def _write(self, statement: str, values: tuple) -> bool:
+        conn = self._connection() if self._writable else None
+        if conn is None:
+            return False
+        try:
+            conn.execute(statement, values)
+            return True
+        except sqlite3.DatabaseError as e:
+            self._failed(e)
+            return False
 
     def close(self) -> None:
         """Bring the used entries' times up to date, evict beyond the cap, let go of the file."""
