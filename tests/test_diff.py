@@ -174,3 +174,33 @@ def test_two_kernel_directories(capsys):
     data = json.loads(out.out)
     (p,) = data["pairs"]
     assert code == 0 and p["label"] == "tile_copy_kernel gfx942" and p["regressions"] == []
+
+
+def test_a_kernel_both_sides_hold_unchanged_is_analyzed_once(tmp_path, capsys, monkeypatch):
+    import irscope.pipeline.analyze as analyze
+    from conftest import copy_tree
+
+    cache = copy_tree(FIXTURES / "caches" / "triton-3.9", tmp_path / "cache")
+    analyzed = []
+    real = analyze.analyze_kernel
+    monkeypatch.setattr(analyze, "analyze_kernel", lambda k, *a, **kw: analyzed.append(k.key) or real(k, *a, **kw))
+    assert main(["diff", str(cache), str(cache), "--no-cache", "-j", "1", "--json", "-"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    kernels = len(scan(cache).kernels)
+    assert len(data["pairs"]) == kernels and sorted(analyzed) == sorted(set(analyzed)) and len(analyzed) == kernels
+    assert all(c["before"] == c["after"] for p in data["pairs"] for c in p["changes"])  # the build against itself
+    # One file changed between the sides' scans: that kernel is analyzed afresh, the others are not.
+    victim = next(cache.rglob("*.amdgcn"))
+    real_scan = analyze.scan
+
+    def touch_between(path, **kwargs):
+        report = real_scan(path, **kwargs)
+        if not touched:
+            touched.append(victim.write_text(victim.read_text() + "; a comment\n"))
+        return report
+
+    touched, analyzed[:] = [], []
+    monkeypatch.setattr(analyze, "scan", touch_between)
+    assert main(["diff", str(cache), str(cache), "--no-cache", "-j", "1", "--json", "-"]) == 0
+    capsys.readouterr()
+    assert len(analyzed) == kernels + 1

@@ -94,11 +94,12 @@ def artifacts_problem(args: argparse.Namespace) -> str | None:
 
 
 def load_side(path: str, selection, index: bool = True, jobs: int | None = None, artifacts: str | None = None,
-              on_progress=None):
-    """A saved report (`*.json` holding a Report), or a scan of a directory or artifact."""
+              on_progress=None, shared: dict | None = None):
+    """A saved report (`*.json` holding a Report), or a scan of a directory or artifact (`shared`: the
+    results of the other side's scan, irscope.pipeline.analyze.scan)."""
     from irscope.pipeline.analyze import scan
 
     saved = saved_report(path, artifacts)
     return saved if saved is not None else scan(path, rules=selection, index=index, jobs=jobs,
-                                                on_progress=on_progress)
+                                                on_progress=on_progress, shared=shared)
 

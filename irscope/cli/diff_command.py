@@ -40,10 +40,13 @@ def cmd_diff(args: argparse.Namespace) -> int:
         policy = load_policy()
         from irscope.render.progress import scan_progress
 
+        shared: dict = {}  # a kernel both sides hold, unchanged, is analyzed once
         with scan_progress(args.quiet, "BEFORE ") as on_progress:
-            before = load_side(args.before, selection, not args.no_cache, args.jobs, args.artifacts, on_progress)
+            before = load_side(args.before, selection, not args.no_cache, args.jobs, args.artifacts, on_progress,
+                               shared)
         with scan_progress(args.quiet, "AFTER ") as on_progress:
-            after = load_side(args.after, selection, not args.no_cache, args.jobs, args.artifacts, on_progress)
+            after = load_side(args.after, selection, not args.no_cache, args.jobs, args.artifacts, on_progress,
+                              shared)
         report = diff_reports(before, after, tuple(pairs), policy)
     except (HarvestError, ReportError, RuleConfigError, ValueError) as exc:
         error(str(exc))

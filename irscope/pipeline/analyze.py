@@ -53,7 +53,7 @@ ProgressHook = Callable[[ScanCounts], None]
 def scan(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None, sass: bool = False,
          rules: RuleSelection | None = None, launches: Mapping[str, tuple[Launch, ...]] | None = None,
          index: bool | str | os.PathLike = False, jobs: int | None = None,
-         on_progress: ProgressHook | None = None) -> Report:
+         on_progress: ProgressHook | None = None, shared: dict | None = None) -> Report:
     """Analyze every kernel under `paths` (default: the user's Triton cache).
 
     `sass`: also disassemble each cubin with nvdisasm (irscope/isa/nvtools.py) and count its SASS.
@@ -64,8 +64,10 @@ def scan(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None, s
     `jobs`: worker processes for the kernels the index does not hold (default: one per core,
     and none for a handful of kernels); the report's order never depends on it.
     `on_progress`: called with the ScanCounts as the scan goes (the CLI draws them; default: nothing).
+    `shared`: results of scans made earlier in this process with the same options (`irscope diff`'s
+    two sides: a kernel both hold, its files unchanged, is analyzed once); filled as kernels are analyzed.
     """
-    return ScanRun(paths, sass, rules, launches, index, jobs, on_progress).report()
+    return ScanRun(paths, sass, rules, launches, index, jobs, on_progress, shared).report()
 
 
 class ScanRun:
@@ -80,7 +82,7 @@ class ScanRun:
     def __init__(self, paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None, sass: bool = False,
                  rules: RuleSelection | None = None, launches: Mapping[str, tuple[Launch, ...]] | None = None,
                  index: bool | str | os.PathLike = False, jobs: int | None = None,
-                 on_progress: ProgressHook | None = None) -> None:
+                 on_progress: ProgressHook | None = None, shared: dict | None = None) -> None:
         self.on_progress = on_progress or _no_progress
         self.on_progress(ScanCounts("harvesting"))
         self.found = harvest(paths)
@@ -101,10 +103,16 @@ class ScanRun:
                                          say=_say)
         self.keys: dict[int, str | None] = {}
         self._held: list[int] = []  # positions whose result the index should hold
+        self.shared, self._local, self._known = shared, {}, []
         todo: list[int] = []
         self._work: list[Work] = [(k, tuple(self.found.problems.get(k.key, ())), tuple(launches.get(k.hash or "", ())))
                                   for k in self.found.kernels]
         for i, (k, problems, recorded) in enumerate(self._work):
+            if shared is not None and not recorded:
+                self._local[i] = local = _identity_key(k, problems)
+                if local is not None and local in shared:
+                    self._known.append(i)
+                    continue
             if self.store is not None and not recorded:  # a script run's launches make its results one-off
                 self.keys[i] = key = self.store.key(k, repr(problems))
                 if self.store.holds(key):
@@ -118,6 +126,10 @@ class ScanRun:
         self._analyses.start()  # the workers analyze while the index is read here
         missed = []
         counts = ScanCounts("analyzing", len(self._work))
+        for i in self._known:  # analyzed already in this process (the other side of a diff)
+            counts = replace(counts, from_index=counts.from_index + 1)
+            self.on_progress(counts)
+            yield i, self.shared[self._local[i]]
         for i in self._held:
             cached = self.store.get(self.keys[i])
             # Not `cached.kernel == k`: analysis fills in what a dump directory's json lacks.
@@ -132,6 +144,8 @@ class ScanRun:
         for i, result in itertools.chain(self._analyses, late):
             if self.store is not None and i in self.keys:
                 self.store.put(self.keys[i], result)
+            if self._local.get(i) is not None:
+                self.shared[self._local[i]] = result
             counts = replace(counts, analyzed=counts.analyzed + 1)
             self.on_progress(counts)
             yield i, result
@@ -162,6 +176,19 @@ class ScanRun:
 
 def _no_progress(counts: ScanCounts) -> None:
     pass
+
+
+def _identity_key(kernel: Kernel, problems: tuple[Problem, ...]) -> tuple | None:
+    """A kernel within one process: its directory and key, harvest problems, and each artifact's stat
+    identity (the result index's reasoning); None when an artifact cannot be stat'ed."""
+    stats = []
+    for artifact in kernel.artifacts:
+        try:
+            st = os.stat(artifact.path)
+        except OSError:
+            return None
+        stats.append((artifact.stage, artifact.path, st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns))
+    return kernel.directory, kernel.key, repr(problems), tuple(stats)
 
 
 def _say(message: str) -> None:
@@ -252,6 +279,8 @@ class Analyses:
             self.pool.shutdown(wait=False, cancel_futures=True)
 
     def __iter__(self) -> Iterator[tuple[int, KernelReport]]:
+        if not self.work:
+            return  # nothing to analyze: no collection turned on (it walked every result held, ~0.1 s)
         if self.pool is None:
             yield from _collecting(lambda: [(i, self.one(w)) for i, w in self.work])
             return
