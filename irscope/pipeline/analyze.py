@@ -267,9 +267,13 @@ class Analyses:
         from concurrent.futures.process import BrokenProcessPool
 
         size = self.chunk_size
+        # A family's configs (same kernel name and target) go to one worker together: what they share
+        # (layouts, parsed attributes) is then found in that worker's caches. The report's order is the
+        # positions', whatever the order of the work.
+        work = sorted(self.work, key=lambda item: (item[1][0].name, _target_name(item[1][0])))
         try:
-            for at in range(0, len(self.work), size):
-                chunk = self.work[at:at + size]
+            for at in range(0, len(work), size):
+                chunk = work[at:at + size]
                 self.futures[self.pool.submit(_analyze_chunk, [w for _, w in chunk], self.one)] = chunk
         except (OSError, BrokenProcessPool, RuntimeError):
             pass  # what was not handed out is analyzed in this process
@@ -301,6 +305,10 @@ class Analyses:
             self.pool.shutdown(wait=True, cancel_futures=True)
         if rest:
             yield from _collecting(lambda: [(i, self.one(w)) for i, w in rest])
+
+
+def _target_name(kernel: Kernel) -> str:
+    return kernel.target.arch if kernel.target is not None else ""
 
 
 def _analyze_chunk(work: list[Work], one: Callable[[Work], KernelReport]) -> list[KernelReport]:
