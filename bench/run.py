@@ -3,8 +3,9 @@
     python bench/run.py ~/.cache/irscope-bench/corpus-1000 [--repeat 3] [--json out.json]
 
 Each scenario runs as a child process beside its floor, measured in the same run. Its time
-is wall clock (best of --repeat); its memory is the peak, over the run, of the summed RSS of
-the child and every process under it (the analysis workers included), sampled from /proc.
+is wall clock (best of --repeat); its memory is the peak, over the run, of the summed PSS
+(proportional set size: shared pages divided among their sharers) of the child and every
+process under it (the analysis workers included), sampled from /proc.
 
 - floor: one multi-pattern `grep -c` over every text artifact of the corpus (the patterns
   of the instruction classes the rules look at): the cost of reading the bytes;
@@ -51,13 +52,19 @@ for p in Path(sys.argv[1]).rglob("*.amdgcn"):
 
 
 def _tree_rss_kib(pid: int) -> int:
-    """Summed VmRSS of `pid` and its descendants (Linux /proc; 0 where it cannot be read)."""
+    """Summed memory of `pid` and its descendants (Linux /proc; 0 where it cannot be read): each one's PSS
+    (smaps_rollup), its share of the pages it uses. Forked workers share the parent's pages copy-on-write;
+    summing their RSS counted those pages once per worker (16 idle workers: 440 MB), PSS counts them once."""
     total, stack = 0, [pid]
     while stack:
         p = stack.pop()
         try:
-            with open(f"/proc/{p}/status") as f:
-                total += next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0)
+            try:
+                with open(f"/proc/{p}/smaps_rollup") as f:
+                    total += next((int(line.split()[1]) for line in f if line.startswith("Pss:")), 0)
+            except FileNotFoundError:  # a kernel without smaps_rollup (before 4.14): RSS
+                with open(f"/proc/{p}/status") as f:
+                    total += next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0)
             for task in os.listdir(f"/proc/{p}/task"):
                 with open(f"/proc/{p}/task/{task}/children") as f:
                     stack.extend(int(c) for c in f.read().split())
@@ -159,7 +166,7 @@ def main() -> None:
     cold = rows["cold scan (--no-cache)"][0]
     print(f"{kernels} kernels, {len(files)} text artifacts, {platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}")
-    print("| scenario | seconds | x grep | kernels/s | peak RSS MB |\n|---|---:|---:|---:|---:|")
+    print("| scenario | seconds | x grep | kernels/s | peak PSS MB |\n|---|---:|---:|---:|---:|")
     for name, (seconds, rss, count) in rows.items():
         print(f"| {name} | {seconds:.2f} | {seconds / floor:.1f} | {count / seconds:,.0f} | {rss / 1024:,.0f} |")
     print(f"diff / cold scan: {rows['diff of the corpus with itself'][0] / cold:.2f}")

@@ -7,7 +7,7 @@ copy a folder of hard links beside the corpus (`<corpus>-copies/copyNN/`):
 the same files under other directories, so every kernel is analyzed (a kernel's results are keyed by
 its directory; nothing in a scan dedupes identical bytes) and the corpus itself is never written.
 Each scan is `irscope scan DIR --no-cache` in a child process (bench/run.py's run_once: wall time and
-the peak summed RSS of the process tree), output to /dev/null.
+the peak summed PSS of the process tree), output to /dev/null.
 
 - linear: 1, 1/4, 1/2 and all of --copies with a worker per core: kernels per second at each size,
   and the largest's throughput against the smallest's (issue 25: within 10%);
@@ -72,7 +72,7 @@ def main() -> None:
         print(f"  {per_copy} kernels, -j {j}: {seconds:.2f} s, {rss / 1024:,.0f} MB", file=sys.stderr)
 
     print(f"{platform.machine()}, {cores} cores, Python {platform.python_version()}")
-    print("| kernels | seconds | kernels/s | peak RSS MB |\n|---:|---:|---:|---:|")
+    print("| kernels | seconds | kernels/s | peak PSS MB |\n|---:|---:|---:|---:|")
     for r in rows["linear"]:
         print(f"| {r['kernels']:,} | {r['seconds']:.2f} | {r['kernels'] / r['seconds']:,.0f} | "
               f"{r['peak_rss_kib'] / 1024:,.0f} |")
@@ -80,7 +80,7 @@ def main() -> None:
     ratio = (large["kernels"] / large["seconds"]) / (small["kernels"] / small["seconds"])
     print(f"throughput at {large['kernels']:,} kernels / at {small['kernels']:,}: {ratio:.2f}")
     one = rows["workers"][0]["seconds"]
-    print("| workers | seconds | speed-up | peak RSS MB |\n|---:|---:|---:|---:|")
+    print("| workers | seconds | speed-up | peak PSS MB |\n|---:|---:|---:|---:|")
     for r in rows["workers"]:
         print(f"| {r['jobs']} | {r['seconds']:.2f} | {one / r['seconds']:.1f}x | {r['peak_rss_kib'] / 1024:,.0f} |")
     if args.json:
