@@ -251,7 +251,7 @@ class Analyses:
         # fork: the workers inherit the loaded rules (third-party ones included) and start in ms.
         methods = multiprocessing.get_all_start_methods()
         context = multiprocessing.get_context("fork" if "fork" in methods else None)
-        self.chunk_size = max(1, min(16, len(self.work) // (jobs * 4)))
+        self.chunk_size, self.jobs = max(1, min(16, len(self.work) // (jobs * 4))), jobs
         try:
             self.pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_gc)
             # Every worker forks on the first submit, here; the work itself is handed out when the
@@ -272,8 +272,8 @@ class Analyses:
         # positions', whatever the order of the work.
         work = sorted(self.work, key=lambda item: (item[1][0].name, _target_name(item[1][0])))
         try:
-            for at in range(0, len(work), size):
-                chunk = work[at:at + size]
+            for at, end in chunk_bounds(len(work), size, self.jobs):
+                chunk = work[at:end]
                 self.futures[self.pool.submit(_analyze_chunk, [w for _, w in chunk], self.one)] = chunk
         except (OSError, BrokenProcessPool, RuntimeError):
             pass  # what was not handed out is analyzed in this process
@@ -305,6 +305,13 @@ class Analyses:
             self.pool.shutdown(wait=True, cancel_futures=True)
         if rest:
             yield from _collecting(lambda: [(i, self.one(w)) for i, w in rest])
+
+
+def chunk_bounds(count: int, size: int, jobs: int) -> list[tuple[int, int]]:
+    """[start, end) of each chunk: `size` kernels a chunk, but the last 2 x `jobs` kernels one a chunk, so
+    that the workers finish together (a worker handed 16 kernels last kept the others waiting)."""
+    body = max(0, count - 2 * jobs)
+    return [(at, min(at + size, body)) for at in range(0, body, size)] + [(at, at + 1) for at in range(body, count)]
 
 
 def _target_name(kernel: Kernel) -> str:

@@ -117,8 +117,10 @@ class _Collector:
             self.problems.setdefault("", []).append(Problem(str(exc.filename), f"cannot read: {exc.strerror}"))
 
         first = len(self.kernels)
+        real = {str(root): os.path.realpath(root)}  # each folder's resolved path, from its parent's
         for dirpath, dirnames, filenames in os.walk(root, onerror=on_error):
             dirnames.sort()
+            directory = str(Path(dirpath))
             in_progress = [d for d in dirnames if _IN_PROGRESS.search(d)]
             for d in in_progress:
                 self.skipped.append(Skipped(os.path.join(dirpath, d), "being written by Triton (tmp.pid_ directory)"))
@@ -128,7 +130,14 @@ class _Collector:
                 link = os.path.join(dirpath, d)
                 self.problems.setdefault("", []).append(Problem(link, _link_message(link), severity="warning"))
                 dirnames.remove(d)
-            self._add_directory(root, str(Path(dirpath)), sorted(filenames), bool(in_progress))
+            # os.walk descends into no link: a subfolder's resolved path is its parent's and its name (one
+            # realpath a kernel folder, each an lstat per path component, was a fifth of the harvest).
+            parent = real.get(directory) or real.get(dirpath)
+            if parent is not None:
+                self._resolved.setdefault(directory, parent)
+                for d in dirnames:
+                    real[os.path.join(dirpath, d)] = os.path.join(parent, d)
+            self._add_directory(root, directory, sorted(filenames), bool(in_progress))
         self._being_written(first)
 
     def _being_written(self, first: int) -> None:
