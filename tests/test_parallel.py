@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from conftest import FIXTURES
 
 import irscope.pipeline.analyze as pipeline
@@ -79,3 +81,13 @@ def test_a_kernel_whose_analysis_raises_is_reported_and_the_others_are_kept(monk
     assert all(r.ok for i, r in enumerate(results) if i != 5)
     assert results[0] == real(work[0][0])
     assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("count,size,jobs", [(0, 1, 2), (5, 1, 2), (100, 6, 4), (1016, 15, 16), (9, 16, 1)])
+def test_chunks_cover_every_kernel_once_and_end_one_kernel_a_chunk(count, size, jobs):
+    from irscope.pipeline.analyze import chunk_bounds
+
+    bounds = chunk_bounds(count, size, jobs)
+    assert [i for start, end in bounds for i in range(start, end)] == list(range(count))
+    assert all(end - start <= size for start, end in bounds)
+    assert all(end - start == 1 for start, end in bounds[-min(count, 2 * jobs):])
