@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import lru_cache
 
 from irscope.ir.types import PointerType, TensorType
 from irscope.ir.mlir import MlirModule
@@ -175,17 +176,30 @@ def _register_shape(ty: TensorType) -> tuple[int, int, int, tuple[int, int], boo
     leading register bases that step 1, 2, 4, ... along the memory-contiguous dimension: the layout's
     `order[0]` (what Triton's coalescing chose), else the last one (row-major). The run is the same count
     along the first register basis's own dimension (an MFMA layout's may be along either)."""
+    shape = tuple(ty.shape)
+    try:  # cached by value: a family's configs hold the same few (encoding, shape) pairs
+        return _cached_register_shape(ty.encoding, shape)
+    except TypeError:  # an unhashable parameter kept as parsed
+        return _encoding_register_shape(ty.encoding, shape)
+
+
+@lru_cache(maxsize=4096)
+def _cached_register_shape(encoding: object, shape: tuple) -> tuple[int, int, int, tuple[int, int], bool] | None:
+    return _encoding_register_shape(encoding, shape)
+
+
+def _encoding_register_shape(encoding: object, shape: tuple) -> tuple[int, int, int, tuple[int, int], bool] | None:
     from irscope.ir.layouts.to_linear import layout_to_linear
 
     try:
-        layout = layout_to_linear(ty.encoding, tuple(ty.shape))
+        layout = layout_to_linear(encoding, shape)
     except (ValueError, NotImplementedError):
         return None
     if layout is None or "register" not in layout.in_names:
         return None
     bases = layout.basis("register")
     distinct = [b for b in bases if any(b)]  # zero bases broadcast: the same element again
-    order = getattr(ty.encoding, "order", None)  # a slice's parent order names other dims
+    order = getattr(encoding, "order", None)  # a slice's parent order names other dims
     dim = order[0] if order else len(layout.out_names) - 1  # matrix layouts: assume row-major
     best, first = _run_along(bases, dim), (dim, 1)
     if bases and sum(1 for c in bases[0] if c) == 1 and 1 in bases[0]:
