@@ -130,8 +130,8 @@ class TileIndex:
                                 conv.source, conv.target, conv.target, *op_site(op, self.library), conversion=conv))
         self.by_dot_site: dict[Site, list[LdsOp]] = {}
         self.dot_converts: dict[int, int] = {}  # convert_layout op -> the dot whose operand it prepares
-        for dot in module.ops:
-            if dot.canonical_name in _DOTS:
+        for dot, name in zip(module.ops, facts.op_names):
+            if name in _DOTS:
                 site = op_site(dot, self.library)[0]
                 for vid in dot.operands[:2]:
                     for tile in self._feeding(vid, dot.index):

@@ -13,6 +13,7 @@ LDS are held to their hardware's limit (MAX_VECTOR_BYTES, or a dword a lane on A
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -50,6 +51,7 @@ TMA = frozenset({
     "amdg.async_tdm_copy_local_to_global",
 })
 ATOMICS = frozenset({"tt.atomic_rmw", "tt.atomic_cas", "amdg.buffer_atomic_rmw", "amdg.buffer_atomic_cas"})
+_ACCESS_OPS = frozenset({*LOADS, *STORES, *COPIES, *TMA, *ATOMICS})  # what ir_accesses reads
 
 # What each family of ops is joined with in the ISA (irscope/isa/model.py kinds).
 REGISTER, COPY = "register", "copy"
@@ -102,16 +104,21 @@ class IrAccess:
         return min(MAX_VECTOR_BYTES, self.element_bytes * self.contiguous_elements)
 
 
-def ir_accesses(module: MlirModule, user_file: str | None = None) -> list[IrAccess]:
+def ir_accesses(module: MlirModule, user_file: str | None = None,
+                op_names: Sequence[str] | None = None) -> list[IrAccess]:
     """Every global-memory op of the module; those with no per-thread tensor (TMA, scalar atomics)
-    with element_bytes 0, so that their lines are known to hold them."""
+    with element_bytes 0, so that their lines are known to hold them. `op_names`, when given, are
+    the ops' canonical names (LayoutFacts.op_names), read instead of recomputed."""
     from irscope.ir.source_map import kernel_file, user_line
 
     user_file = user_file or kernel_file(module)
     strides = PointerStrides(module)
     out = []
-    for op in module.ops_named(*LOADS, *STORES, *COPIES, *TMA, *ATOMICS):
-        name = op.canonical_name
+    if op_names is None:
+        op_names = [op.canonical_name for op in module.ops]
+    for op, name in zip(module.ops, op_names):
+        if name not in _ACCESS_OPS:
+            continue
         python = user_line(module, op, user_file)
         ty = _held_type(module, op)
         size = _element_bytes(_pointee(module, op, ty)) if isinstance(ty, TensorType) else None

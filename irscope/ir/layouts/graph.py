@@ -135,9 +135,9 @@ class LayoutFacts:
         self.moves: list[Move] = []
         self.conversions: list[Conversion] = []
         self._layouts: dict[str, object] = {}
-        # Each op's canonical name once, for the three walks over the ops below.
-        self._names = [op.canonical_name for op in module.ops]
-        for op, name in zip(module.ops, self._names):
+        # Each op's canonical name once, for the walks over the ops here and in the rules that read the facts.
+        self.op_names: tuple[str, ...] = tuple(op.canonical_name for op in module.ops)
+        for op, name in zip(module.ops, self.op_names):
             if name in _RECORDED:  # the types of the others' values are never looked at
                 self._record(op, name)
         self.round_trips = self._round_trips()
@@ -232,7 +232,7 @@ class LayoutFacts:
         module = self.module
         writes: dict[int, list[tuple[Op, int, int]]] = defaultdict(list)  # buffer -> (op, value, memdesc)
         reads: dict[int, list[Op]] = defaultdict(list)
-        for op, name in zip(module.ops, self._names):
+        for op, name in zip(module.ops, self.op_names):
             if name == "ttg.local_store" and len(op.operands) >= 2:
                 for buf in self._buffers(op.operands[1]):
                     writes[buf].append((op, op.operands[0], op.operands[1]))
@@ -276,7 +276,7 @@ class LayoutFacts:
         by_op = {c.op: c for c in self.conversions}
         out = []
         flow = value_flow(self.module)
-        for op, name in zip(self.module.ops, self._names):
+        for op, name in zip(self.module.ops, self.op_names):
             if name not in GLOBAL_STORES:
                 continue
             for vid in op.operands:

@@ -109,6 +109,10 @@ class LinearLayout:
     def __mul__(self, outer: LinearLayout) -> LinearLayout:
         """Triton's product: `outer` repeats `self`; shared dims stack with `outer` more major."""
         inner = self
+        if not inner.bases and not inner.out_dims:  # the empty layout is the product's unit
+            return outer
+        if _is_unit_1d(outer) and outer.in_names[0] in inner._bases_by_dim and outer.out_names[0] in inner._out_sizes:
+            return inner  # repeating once along dims it already has (ensure_not_smaller's usual step)
         in_names = _supremum(inner.in_names, outer.in_names)
         out_names = _supremum(inner.out_names, outer.out_names)
         inner_log = [_log2(inner.out_size(d)) for d in out_names]
@@ -135,6 +139,8 @@ class LinearLayout:
         return LinearLayout(tuple(bases), out_dims)
 
     def transpose_outs(self, names: Sequence[str]) -> LinearLayout:
+        if tuple(names) == self.out_names:
+            return self
         if sorted(names) != sorted(self.out_names):
             raise ValueError(f"transpose_outs: {list(names)} is not a permutation of {list(self.out_names)}")
         idx = [self.out_names.index(n) for n in names]
@@ -194,6 +200,12 @@ class LinearLayout:
         """Every tensor element is held exactly once, ignoring bases that broadcast (map to 0)."""
         columns = [c for c in self.flat_columns() if c]
         return len(columns) == self.total_out_bits and _rank(columns) == len(columns)
+
+
+def _is_unit_1d(layout: LinearLayout) -> bool:
+    """One in-dim with no bits onto one out-dim of size 1: `identity1d(1, ...)`, a product's no-op."""
+    return len(layout.bases) == 1 and not layout.bases[0][1] and len(layout.out_dims) == 1 \
+        and layout.out_dims[0][1] == 1
 
 
 def _pack(basis: Basis, packing: list[tuple[int, int]]) -> int:
@@ -263,6 +275,8 @@ def ensure_not_larger(layout: LinearLayout, shape: Mapping[str, int], broadcast_
                       ) -> LinearLayout:
     """Shrink out dims that exceed `shape`: the largest bases along them become 0 (broadcast),
     or, for registers with `broadcast_registers=False`, are dropped."""
+    if all(size <= shape[name] for name, size in layout.out_dims):
+        return layout  # nothing to shrink
     bases = {d: [list(b) for b in bs] for d, bs in layout.bases}
     dropped_registers: set[int] = set()
     for index, name in enumerate(layout.out_names):
