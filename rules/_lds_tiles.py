@@ -100,8 +100,9 @@ class TileIndex:
         self.library: set[str] = set()
         for op in module.ops:  # first pass: learn the library's file names
             _learn_library(op, self.library)
-        # attribute() per ISA instruction: many instructions share a site, width and operand
+        # attribute() and site_of() per ISA instruction: many instructions share a site, width and operand
         self._attributed: dict[tuple, LdsOp | None] = {}
+        self._sites: dict[object, tuple[Site, int, tuple[str, int] | None]] = {}
         self.by_site: dict[Site, list[LdsOp]] = {}
         self.by_op: dict[int, LdsOp] = {}
         for trip in facts.round_trips:
@@ -166,6 +167,13 @@ class TileIndex:
             elif name.startswith(_PASS) or name in _PASS or name in BUFFER_VIEWS:
                 frontier.extend(op.operands[:1] if name in BUFFER_VIEWS else op.operands)
         return found
+
+    def site_of(self, source) -> tuple[Site, int, tuple[str, int] | None]:
+        """instruction_site of an ISA instruction's source position, once per distinct position (the
+        library's names are all known once the index is built)."""
+        if source not in self._sites:
+            self._sites[source] = instruction_site(source, self.library)
+        return self._sites[source]
 
     def attribute(self, direction: str, width: int, site: Site, column: int, fed: set[str] = frozenset()
                   ) -> LdsOp | None:

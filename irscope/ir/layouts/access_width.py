@@ -263,8 +263,12 @@ def narrow_accesses(program, fn, graph, ir: list[IrAccess], kind: str, arch: str
     direction = "load" if kind == "global_load" else "store"
     by_line = by_python_line(ir)
     atomic_lines = {a.python_line for a in ir if a.direction == "atomic"}
+    if not any(key[0] == direction for key in by_line):
+        return []  # no TTGIR access of this direction to join with
     isa: dict[tuple[str, int | None], list] = defaultdict(list)
     for ins in fn.instructions:
+        if ins.memory is None:  # most instructions: no memory access (_isa_family's first test, inline)
+            continue
         family = _isa_family(ins, kind)
         if family is not None:
             isa[(family, ins.source.line if ins.source else None)].append(ins)
