@@ -118,9 +118,20 @@ def _operand_order(op_idx: int, rank: int) -> list[int]:
     return _matrix_order(rank, row_major=op_idx == 0)
 
 
-@lru_cache(maxsize=256)  # nearly always None (one CTA) or one cluster shape per kernel
 def _cga(cta: CtaLayout | None, rank: int) -> LinearLayout:
     """Which part of the tensor each CTA of a cluster holds (makeCgaLayout)."""
+    try:
+        return _cached_cga(cta, rank)
+    except TypeError:  # a CTA layout built with lists (not by the parser): not cacheable
+        return _make_cga(cta, rank)
+
+
+@lru_cache(maxsize=256)  # nearly always None (one CTA) or one cluster shape per kernel
+def _cached_cga(cta: CtaLayout | None, rank: int) -> LinearLayout:
+    return _make_cga(cta, rank)
+
+
+def _make_cga(cta: CtaLayout | None, rank: int) -> LinearLayout:
     ctas = cta.ctas_per_cga if cta else (1,) * rank
     split = cta.cta_split_num if cta else (1,) * rank
     order = cta.cta_order if cta else tuple(range(rank - 1, -1, -1))
@@ -160,11 +171,17 @@ def _need_pow2(*groups: Sequence[int]) -> None:
 def _blocked(b: Blocked, shape: tuple[int, ...]) -> LinearLayout:
     if b.rank != len(shape):
         raise ValueError("rank mismatch")
-    _need_pow2(b.size_per_thread, b.threads_per_warp, b.warps_per_cta)
-    cta = _standard_nd("register", b.size_per_thread, b.order) \
-        * _standard_nd("lane", b.threads_per_warp, b.order) \
-        * _standard_nd("warp", b.warps_per_cta, b.order)
+    cta = _blocked_cta(tuple(b.size_per_thread), tuple(b.threads_per_warp), tuple(b.warps_per_cta), tuple(b.order))
     return _fit(cta, b.cta_layout, shape)
+
+
+@lru_cache(maxsize=1024)  # one CTA's tile of a blocked layout: the same for every shape it is used with
+def _blocked_cta(size_per_thread: tuple[int, ...], threads_per_warp: tuple[int, ...], warps_per_cta: tuple[int, ...],
+                 order: tuple[int, ...]) -> LinearLayout:
+    _need_pow2(size_per_thread, threads_per_warp, warps_per_cta)
+    return _standard_nd("register", size_per_thread, order) \
+        * _standard_nd("lane", threads_per_warp, order) \
+        * _standard_nd("warp", warps_per_cta, order)
 
 
 def _linear(lin: Linear, shape: tuple[int, ...]) -> LinearLayout:
