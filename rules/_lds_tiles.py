@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from irscope.ir.layouts.graph import BUFFER_VIEWS, layout_key
 
@@ -58,10 +59,22 @@ class LdsOp:
         return (self.kind, self.element, self.shape, self.source, self.shared, self.loaded)
 
 
+@lru_cache(maxsize=1024)  # a kernel's frames name a handful of files, the same in every config
+def _in_library(path: str) -> bool:
+    return _LIBRARY.search(path) is not None
+
+
+def _learn_library(op, library: set[str]) -> None:
+    """Add the base names of the op's frames inside Triton's library to `library` (op_site's side effect)."""
+    for f in op.location.frames if op.location else ():
+        if _in_library(f.file):
+            library.add(_base(f.file))
+
+
 def op_site(op, library: set[str]) -> tuple[Site, int, tuple[str, int] | None]:
     frames = op.location.frames if op.location else ()
-    user = [f for f in frames if not _LIBRARY.search(f.file)]
-    library.update(_base(f.file) for f in frames if _LIBRARY.search(f.file))
+    user = [f for f in frames if not _in_library(f.file)]
+    library.update(_base(f.file) for f in frames if _in_library(f.file))
     site = tuple((_base(f.file), f.line) for f in user)
     return site, (user[0].column if user else 0), ((user[0].file, user[0].line) if user else None)
 
@@ -70,7 +83,7 @@ def instruction_site(source, library: set[str]) -> tuple[Site, int, tuple[str, i
     if source is None:
         return (), 0, None
     frames = [*source.inlined, source]
-    user = [f for f in frames if not _LIBRARY.search(f.file) and _base(f.file) not in library]
+    user = [f for f in frames if not _in_library(f.file) and _base(f.file) not in library]
     site = tuple((_base(f.file), f.line) for f in user)
     return site, (user[0].column if user else 0), ((user[0].file, user[0].line) if user else None)
 
@@ -86,7 +99,10 @@ class TileIndex:
         self.module = module
         self.library: set[str] = set()
         for op in module.ops:  # first pass: learn the library's file names
-            op_site(op, self.library)
+            _learn_library(op, self.library)
+        # attribute() and site_of() per ISA instruction: many instructions share a site, width and operand
+        self._attributed: dict[tuple, LdsOp | None] = {}
+        self._sites: dict[object, tuple[Site, int, tuple[str, int] | None]] = {}
         self.by_site: dict[Site, list[LdsOp]] = {}
         self.by_op: dict[int, LdsOp] = {}
         for trip in facts.round_trips:
@@ -115,8 +131,8 @@ class TileIndex:
                                 conv.source, conv.target, conv.target, *op_site(op, self.library), conversion=conv))
         self.by_dot_site: dict[Site, list[LdsOp]] = {}
         self.dot_converts: dict[int, int] = {}  # convert_layout op -> the dot whose operand it prepares
-        for dot in module.ops:
-            if dot.canonical_name in _DOTS:
+        for dot, name in zip(module.ops, facts.op_names):
+            if name in _DOTS:
                 site = op_site(dot, self.library)[0]
                 for vid in dot.operands[:2]:
                     for tile in self._feeding(vid, dot.index):
@@ -152,10 +168,23 @@ class TileIndex:
                 frontier.extend(op.operands[:1] if name in BUFFER_VIEWS else op.operands)
         return found
 
+    def site_of(self, source) -> tuple[Site, int, tuple[str, int] | None]:
+        """instruction_site of an ISA instruction's source position, once per distinct position (the
+        library's names are all known once the index is built)."""
+        if source not in self._sites:
+            self._sites[source] = instruction_site(source, self.library)
+        return self._sites[source]
+
     def attribute(self, direction: str, width: int, site: Site, column: int, fed: set[str] = frozenset()
                   ) -> LdsOp | None:
         """The tile an LDS access of `direction` and `width` bytes at `site` moves, if any; `fed` names
         the matrix operands ("A", "B") the access feeds, where the ISA's dataflow tells."""
+        key = (direction, width, site, column, frozenset(fed))
+        if key not in self._attributed:
+            self._attributed[key] = self._attribute(direction, width, site, column, fed)
+        return self._attributed[key]
+
+    def _attribute(self, direction: str, width: int, site: Site, column: int, fed: set[str]) -> LdsOp | None:
         for table in (self.by_site, self.by_dot_site):
             found = [t for t in table.get(site, ()) if direction in t.directions
                      and element_bytes(t.element) <= max(width, 1)]
@@ -196,6 +225,7 @@ def tile_bytes(element: str, shape: tuple) -> int:
     return count * element_bytes(element)
 
 
+@lru_cache(maxsize=256)  # a few element type names
 def element_bytes(element: str) -> int:
     """bf16 -> 2, f8E4M3FN -> 1 (the width is the first number: fp8 names carry more digits), i1 -> 1."""
     match = re.match(r"[a-zA-Z]*(\d+)", element)

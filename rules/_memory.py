@@ -35,7 +35,8 @@ def narrow_findings(rule, ctx, narrow_accesses):
     if module is None:
         return []
     facts = ctx.layout_facts
-    ir = ctx.shared(SharedKey(Analysis.IR_ACCESSES), lambda: ir_accesses(module, facts.user_file if facts else None))
+    ir = ctx.shared(SharedKey(Analysis.IR_ACCESSES), lambda: ir_accesses(
+        module, facts.user_file if facts else None, facts.op_names if facts else None))
     findings = []
     for program in ctx.programs:
         if program.isa not in ("amdgcn", "ptx"):

@@ -13,7 +13,7 @@ from irscope.engine.rule import Rule
 from irscope.rules._inductor import InductorKernel, inductor_kernel
 from irscope.rules._lds_origin import (Origin, Transpose, contiguous_runs, convert_transpose, held_elements,
                                        tile_origin)
-from irscope.rules._lds_tiles import (LdsOp, TileIndex, element_bytes, instruction_site, layout_key, op_site,
+from irscope.rules._lds_tiles import (LdsOp, TileIndex, element_bytes, layout_key, op_site,
                                       operand_index, tile_bytes)
 
 if TYPE_CHECKING:
@@ -210,7 +210,7 @@ def _narrow_groups(fn, tiles: TileIndex, feeds: dict) -> list[_Group]:
             continue
         if ins.opcode.startswith(("ldmatrix", "stmatrix")) or "_tr_" in ins.opcode:
             continue
-        site, column, python = instruction_site(ins.source, tiles.library)
+        site, column, python = tiles.site_of(ins.source)
         if python is None:
             continue
         direction = "read" if ins.kind == isa.SHARED_LOAD else "write"
@@ -351,7 +351,7 @@ def _cause(fn, feeds, tiles: TileIndex, operand: _Operand | None, group: _Group,
     computed in registers, a dot's result or loop-carried state, a broadcast) and with its layouts."""
     tile, module = group.tile, tiles.module
     loads = [i for i in fn.instructions if i.kind == isa.GLOBAL_LOAD and i.memory and i.memory.width_bytes
-             and instruction_site(i.source, tiles.library)[0] == group.site]
+             and tiles.site_of(i.source)[0] == group.site]
     origin = tile_origin(module, tile)
     if group.direction == "write" and origin.kind == "memory" and loads \
             and max(i.memory.width_bytes for i in loads) <= group.width:

@@ -13,7 +13,9 @@ LDS are held to their hardware's limit (MAX_VECTOR_BYTES, or a dword a lane on A
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from irscope.ir.types import PointerType, TensorType
 from irscope.ir.mlir import MlirModule
@@ -49,6 +51,7 @@ TMA = frozenset({
     "amdg.async_tdm_copy_local_to_global",
 })
 ATOMICS = frozenset({"tt.atomic_rmw", "tt.atomic_cas", "amdg.buffer_atomic_rmw", "amdg.buffer_atomic_cas"})
+_ACCESS_OPS = frozenset({*LOADS, *STORES, *COPIES, *TMA, *ATOMICS})  # what ir_accesses reads
 
 # What each family of ops is joined with in the ISA (irscope/isa/model.py kinds).
 REGISTER, COPY = "register", "copy"
@@ -101,16 +104,21 @@ class IrAccess:
         return min(MAX_VECTOR_BYTES, self.element_bytes * self.contiguous_elements)
 
 
-def ir_accesses(module: MlirModule, user_file: str | None = None) -> list[IrAccess]:
+def ir_accesses(module: MlirModule, user_file: str | None = None,
+                op_names: Sequence[str] | None = None) -> list[IrAccess]:
     """Every global-memory op of the module; those with no per-thread tensor (TMA, scalar atomics)
-    with element_bytes 0, so that their lines are known to hold them."""
+    with element_bytes 0, so that their lines are known to hold them. `op_names`, when given, are
+    the ops' canonical names (LayoutFacts.op_names), read instead of recomputed."""
     from irscope.ir.source_map import kernel_file, user_line
 
     user_file = user_file or kernel_file(module)
     strides = PointerStrides(module)
     out = []
-    for op in module.ops_named(*LOADS, *STORES, *COPIES, *TMA, *ATOMICS):
-        name = op.canonical_name
+    if op_names is None:
+        op_names = [op.canonical_name for op in module.ops]
+    for op, name in zip(module.ops, op_names):
+        if name not in _ACCESS_OPS:
+            continue
         python = user_line(module, op, user_file)
         ty = _held_type(module, op)
         size = _element_bytes(_pointee(module, op, ty)) if isinstance(ty, TensorType) else None
@@ -175,17 +183,30 @@ def _register_shape(ty: TensorType) -> tuple[int, int, int, tuple[int, int], boo
     leading register bases that step 1, 2, 4, ... along the memory-contiguous dimension: the layout's
     `order[0]` (what Triton's coalescing chose), else the last one (row-major). The run is the same count
     along the first register basis's own dimension (an MFMA layout's may be along either)."""
+    shape = tuple(ty.shape)
+    try:  # cached by value: a family's configs hold the same few (encoding, shape) pairs
+        return _cached_register_shape(ty.encoding, shape)
+    except TypeError:  # an unhashable parameter kept as parsed
+        return _encoding_register_shape(ty.encoding, shape)
+
+
+@lru_cache(maxsize=4096)
+def _cached_register_shape(encoding: object, shape: tuple) -> tuple[int, int, int, tuple[int, int], bool] | None:
+    return _encoding_register_shape(encoding, shape)
+
+
+def _encoding_register_shape(encoding: object, shape: tuple) -> tuple[int, int, int, tuple[int, int], bool] | None:
     from irscope.ir.layouts.to_linear import layout_to_linear
 
     try:
-        layout = layout_to_linear(ty.encoding, tuple(ty.shape))
+        layout = layout_to_linear(encoding, shape)
     except (ValueError, NotImplementedError):
         return None
     if layout is None or "register" not in layout.in_names:
         return None
     bases = layout.basis("register")
     distinct = [b for b in bases if any(b)]  # zero bases broadcast: the same element again
-    order = getattr(ty.encoding, "order", None)  # a slice's parent order names other dims
+    order = getattr(encoding, "order", None)  # a slice's parent order names other dims
     dim = order[0] if order else len(layout.out_names) - 1  # matrix layouts: assume row-major
     best, first = _run_along(bases, dim), (dim, 1)
     if bases and sum(1 for c in bases[0] if c) == 1 and 1 in bases[0]:
@@ -242,8 +263,12 @@ def narrow_accesses(program, fn, graph, ir: list[IrAccess], kind: str, arch: str
     direction = "load" if kind == "global_load" else "store"
     by_line = by_python_line(ir)
     atomic_lines = {a.python_line for a in ir if a.direction == "atomic"}
+    if not any(key[0] == direction for key in by_line):
+        return []  # no TTGIR access of this direction to join with
     isa: dict[tuple[str, int | None], list] = defaultdict(list)
     for ins in fn.instructions:
+        if ins.memory is None:  # most instructions: no memory access (_isa_family's first test, inline)
+            continue
         family = _isa_family(ins, kind)
         if family is not None:
             isa[(family, ins.source.line if ins.source else None)].append(ins)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from irscope.ir.layouts.encodings import AmdMfma, Blocked, DotOperand, Layout, NvidiaMma, Slice
 from irscope.ir.layouts.linear import LinearLayout, minimal_conversion
@@ -54,6 +54,21 @@ def classify_conversion(src: Layout, dst: Layout, shape: tuple[int, ...], triton
     where versions differ and the version is not known, the answer is 'unknown'.
     `element_type` (`f16`, `bf16`, `f8E4M3FN`, ...) is needed by some older shortcuts only.
     """
+    # A family's configs convert the same layouts again and again: cached by value (frozen encodings).
+    try:
+        return _cached_classification(src, dst, tuple(shape), triton_version, element_type)
+    except TypeError:  # an unhashable parameter kept as parsed
+        return _classify(src, dst, tuple(shape), triton_version, element_type)
+
+
+@lru_cache(maxsize=4096)
+def _cached_classification(src: Layout, dst: Layout, shape: tuple[int, ...], triton_version: str | None,
+                           element_type: str | None) -> Conversion:
+    return _classify(src, dst, shape, triton_version, element_type)
+
+
+def _classify(src: Layout, dst: Layout, shape: tuple[int, ...], triton_version: str | None,
+              element_type: str | None) -> Conversion:
     if src == dst:
         return Conversion("noop", "Source and destination layouts are the same.")
     for side in (src, dst):

@@ -37,6 +37,9 @@ GLOBAL_TO_LDS = frozenset({"ttg.async_copy_global_to_local", "amdg.buffer_load_t
                            "ttng.async_tma_copy_global_to_local", "ttng.async_copy_global_to_local"})
 GLOBAL_LOADS = frozenset({"tt.load", "amdg.buffer_load", "tt.descriptor_load", "tt.experimental_descriptor_load"})
 GLOBAL_STORES = frozenset({"tt.store", "amdg.buffer_store", "tt.descriptor_store"})
+# The ops _record turns into moves or conversions.
+_RECORDED = frozenset({"ttg.convert_layout", "ttg.local_alloc", "ttg.local_store", "ttg.local_load",
+                       "ttg.memdesc_trans", "tt.trans"}) | GLOBAL_TO_LDS | GLOBAL_LOADS | GLOBAL_STORES
 # Elementwise steps between a convert and the store it feeds (the epilogue case).
 _ELEMENTWISE_PREFIXES = ("arith.", "math.")
 _ELEMENTWISE_OPS = frozenset({"tt.fp_to_fp", "tt.bitcast", "tt.precise_sqrt", "tt.precise_divf"})
@@ -132,8 +135,11 @@ class LayoutFacts:
         self.moves: list[Move] = []
         self.conversions: list[Conversion] = []
         self._layouts: dict[str, object] = {}
-        for op in module.ops:
-            self._record(op)
+        # Each op's canonical name once, for the walks over the ops here and in the rules that read the facts.
+        self.op_names: tuple[str, ...] = tuple(op.canonical_name for op in module.ops)
+        for op, name in zip(module.ops, self.op_names):
+            if name in _RECORDED:  # the types of the others' values are never looked at
+                self._record(op, name)
         self.round_trips = self._round_trips()
         self.epilogue_converts = self._epilogue_converts()
 
@@ -155,8 +161,7 @@ class LayoutFacts:
         self.moves.append(Move(op.index, op.canonical_name, source, target, str(element_of(shaped)),
                                tuple(getattr(shaped, "shape", ())), op.line, self._user_line(op), op.loop_depth))
 
-    def _record(self, op: Op) -> None:
-        name = op.canonical_name
+    def _record(self, op: Op, name: str) -> None:
         operands = [self._type(v) for v in op.operands]
         results = [self._type(v) for v in op.results]
         if name == "ttg.convert_layout" and operands and results:
@@ -227,8 +232,7 @@ class LayoutFacts:
         module = self.module
         writes: dict[int, list[tuple[Op, int, int]]] = defaultdict(list)  # buffer -> (op, value, memdesc)
         reads: dict[int, list[Op]] = defaultdict(list)
-        for op in module.ops:
-            name = op.canonical_name
+        for op, name in zip(module.ops, self.op_names):
             if name == "ttg.local_store" and len(op.operands) >= 2:
                 for buf in self._buffers(op.operands[1]):
                     writes[buf].append((op, op.operands[0], op.operands[1]))
@@ -272,8 +276,8 @@ class LayoutFacts:
         by_op = {c.op: c for c in self.conversions}
         out = []
         flow = value_flow(self.module)
-        for op in self.module.ops:
-            if op.canonical_name not in GLOBAL_STORES:
+        for op, name in zip(self.module.ops, self.op_names):
+            if name not in GLOBAL_STORES:
                 continue
             for vid in op.operands:
                 ty = self._type(vid)

@@ -12,8 +12,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 Basis = tuple[int, ...]
+
+
+class _derived:
+    """A value computed from a frozen layout's fields on first read and kept in its instance dict
+    (functools.cached_property without its per-instance lock, which cost more than the value on
+    Python 3.11: products make many short-lived layouts). eq and hash still see only the fields."""
+
+    def __init__(self, compute) -> None:
+        self.compute = compute
+        self.name = compute.__name__
+
+    def __get__(self, layout, owner=None):
+        if layout is None:
+            return self
+        value = layout.__dict__[self.name] = self.compute(layout)
+        return value
 
 
 @dataclass(frozen=True)
@@ -24,22 +41,31 @@ class LinearLayout:
     out_dims: tuple[tuple[str, int], ...]  # (name, size); sizes are powers of two
 
     # -- reading ------------------------------------------------------------------------------
-    @property
+    # Derived views, computed once per layout: products and solves read them hundreds of times.
+    @_derived
     def in_names(self) -> tuple[str, ...]:
         return tuple(name for name, _ in self.bases)
 
-    @property
+    @_derived
     def out_names(self) -> tuple[str, ...]:
         return tuple(name for name, _ in self.out_dims)
 
+    @_derived
+    def _bases_by_dim(self) -> Mapping[str, tuple[Basis, ...]]:
+        return MappingProxyType(dict(self.bases))
+
+    @_derived
+    def _out_sizes(self) -> Mapping[str, int]:
+        return MappingProxyType(dict(self.out_dims))
+
     def basis(self, in_dim: str) -> tuple[Basis, ...]:
-        return dict(self.bases).get(in_dim, ())
+        return self._bases_by_dim.get(in_dim, ())
 
     def in_size(self, in_dim: str) -> int:
         return 1 << len(self.basis(in_dim))
 
     def out_size(self, out_dim: str) -> int:
-        return dict(self.out_dims).get(out_dim, 1)
+        return self._out_sizes.get(out_dim, 1)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -83,21 +109,38 @@ class LinearLayout:
     def __mul__(self, outer: LinearLayout) -> LinearLayout:
         """Triton's product: `outer` repeats `self`; shared dims stack with `outer` more major."""
         inner = self
+        if not inner.bases and not inner.out_dims:  # the empty layout is the product's unit
+            return outer
+        if _is_unit_1d(outer) and outer.in_names[0] in inner._bases_by_dim and outer.out_names[0] in inner._out_sizes:
+            return inner  # repeating once along dims it already has (ensure_not_smaller's usual step)
         in_names = _supremum(inner.in_names, outer.in_names)
         out_names = _supremum(inner.out_names, outer.out_names)
-        out_log = {d: _log2(inner.out_size(d)) + _log2(outer.out_size(d)) for d in out_names}
+        inner_log = [_log2(inner.out_size(d)) for d in out_names]
+        width = len(out_names)
+        # Where each side's coordinates land in the product, and by how much `outer`'s are shifted.
+        inner_at = [out_names.index(d) for d in inner.out_names]
+        outer_at = [out_names.index(d) for d in outer.out_names]
+        outer_shift = [inner_log[k] for k in outer_at]
         bases = []
         for in_dim in in_names:
             rows: list[Basis] = []
-            for layout, shifted in ((inner, False), (outer, True)):
-                for basis in layout.basis(in_dim):
-                    coords = dict(zip(layout.out_names, basis))
-                    rows.append(tuple(
-                        coords.get(d, 0) << (_log2(inner.out_size(d)) if shifted else 0) for d in out_names))
+            for basis in inner.basis(in_dim):
+                row = [0] * width
+                for k, value in zip(inner_at, basis):
+                    row[k] = value
+                rows.append(tuple(row))
+            for basis in outer.basis(in_dim):
+                row = [0] * width
+                for k, shift, value in zip(outer_at, outer_shift, basis):
+                    row[k] = value << shift
+                rows.append(tuple(row))
             bases.append((in_dim, tuple(rows)))
-        return LinearLayout(tuple(bases), tuple((d, 1 << out_log[d]) for d in out_names))
+        out_dims = tuple((d, 1 << (log + _log2(outer.out_size(d)))) for d, log in zip(out_names, inner_log))
+        return LinearLayout(tuple(bases), out_dims)
 
     def transpose_outs(self, names: Sequence[str]) -> LinearLayout:
+        if tuple(names) == self.out_names:
+            return self
         if sorted(names) != sorted(self.out_names):
             raise ValueError(f"transpose_outs: {list(names)} is not a permutation of {list(self.out_names)}")
         idx = [self.out_names.index(n) for n in names]
@@ -121,16 +164,21 @@ class LinearLayout:
     # -- flattening: one integer per basis, the out dims packed minor-first ---------------------
     def flat(self, basis: Basis, like: LinearLayout | None = None) -> int:
         """Pack a basis into one integer using `like`'s out-dim order and sizes (default: own)."""
-        ref = like or self
-        coords = dict(zip(self.out_names, basis))
-        value, shift = 0, 0
-        for name, size in ref.out_dims:
-            value |= coords.get(name, 0) << shift
-            shift += _log2(size)
-        return value
+        return _pack(basis, self._packing(like or self))
 
     def flat_columns(self, like: LinearLayout | None = None) -> list[int]:
-        return [self.flat(b, like) for _, bs in self.bases for b in bs]
+        packing = self._packing(like or self)
+        return [_pack(b, packing) for _, bs in self.bases for b in bs]
+
+    def _packing(self, ref: LinearLayout) -> list[tuple[int, int]]:
+        """(coordinate index in a basis, bit offset in `ref`'s packing) of each out dim both have."""
+        position = {name: k for k, name in enumerate(self.out_names)}
+        packing, shift = [], 0
+        for name, size in ref.out_dims:
+            if name in position:
+                packing.append((position[name], shift))
+            shift += _log2(size)
+        return packing
 
     @property
     def total_out_bits(self) -> int:
@@ -154,8 +202,26 @@ class LinearLayout:
         return len(columns) == self.total_out_bits and _rank(columns) == len(columns)
 
 
+def _is_unit_1d(layout: LinearLayout) -> bool:
+    """One in-dim with no bits onto one out-dim of size 1: `identity1d(1, ...)`, a product's no-op."""
+    return len(layout.bases) == 1 and not layout.bases[0][1] and len(layout.out_dims) == 1 \
+        and layout.out_dims[0][1] == 1
+
+
+def _pack(basis: Basis, packing: list[tuple[int, int]]) -> int:
+    value = 0
+    for k, shift in packing:
+        if k < len(basis):
+            value |= basis[k] << shift
+    return value
+
+
 def _supremum(x: Sequence[str], y: Sequence[str]) -> tuple[str, ...]:
     """The shortest order containing `x` and `y` as subsequences (Triton's `supremum`)."""
+    if x == y or not y:  # the usual case in products: the same dims, or a side with none
+        return tuple(x)
+    if not x:
+        return tuple(y)
     result: list[str] = []
     pos_x = {e: i for i, e in enumerate(x)}
     pos_y = {e: i for i, e in enumerate(y)}
@@ -209,6 +275,8 @@ def ensure_not_larger(layout: LinearLayout, shape: Mapping[str, int], broadcast_
                       ) -> LinearLayout:
     """Shrink out dims that exceed `shape`: the largest bases along them become 0 (broadcast),
     or, for registers with `broadcast_registers=False`, are dropped."""
+    if all(size <= shape[name] for name, size in layout.out_dims):
+        return layout  # nothing to shrink
     bases = {d: [list(b) for b in bs] for d, bs in layout.bases}
     dropped_registers: set[int] = set()
     for index, name in enumerate(layout.out_names):

@@ -9,6 +9,7 @@ than one layout tile, registers repeat along the first (most minor) out dim firs
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 from irscope.ir.layouts.encodings import (
     AmdMfma,
@@ -32,6 +33,20 @@ def to_linear(layout: object, shape: Sequence[int]) -> LinearLayout | None:
 
 
 def layout_to_linear(layout: object, shape: tuple[int, ...]) -> LinearLayout | None:
+    # A family's configs and a kernel's ops ask for the same few layouts again and again. Encodings
+    # are frozen dataclasses compared by value, so the cache is keyed by the whole layout and shape.
+    try:
+        return _cached_layout_to_linear(layout, shape)
+    except TypeError:  # unhashable (a parameter irscope keeps as parsed): compute it each time
+        return _layout_to_linear(layout, shape)
+
+
+@lru_cache(maxsize=4096)
+def _cached_layout_to_linear(layout: object, shape: tuple[int, ...]) -> LinearLayout | None:
+    return _layout_to_linear(layout, shape)
+
+
+def _layout_to_linear(layout: object, shape: tuple[int, ...]) -> LinearLayout | None:
     if not shape or any(not _pow2(s) for s in shape):
         return None
     if getattr(layout, "extras", ()):
@@ -67,6 +82,11 @@ def _identity(size: int, in_dim: str, out_dim: str) -> LinearLayout:
 
 def _standard_nd(in_dim: str, shape: Sequence[int], order: Sequence[int]) -> LinearLayout:
     """`shape` elements laid out over `in_dim`, fastest along order[0] (identityStandardND)."""
+    return _cached_standard_nd(in_dim, tuple(shape), tuple(order))
+
+
+@lru_cache(maxsize=1024)  # the same few warp and lane grids recur in every layout of every config
+def _cached_standard_nd(in_dim: str, shape: tuple[int, ...], order: tuple[int, ...]) -> LinearLayout:
     names = _dims(len(shape))
     result = LinearLayout.empty()
     for dim in order:
@@ -100,6 +120,18 @@ def _operand_order(op_idx: int, rank: int) -> list[int]:
 
 def _cga(cta: CtaLayout | None, rank: int) -> LinearLayout:
     """Which part of the tensor each CTA of a cluster holds (makeCgaLayout)."""
+    try:
+        return _cached_cga(cta, rank)
+    except TypeError:  # a CTA layout built with lists (not by the parser): not cacheable
+        return _make_cga(cta, rank)
+
+
+@lru_cache(maxsize=256)  # nearly always None (one CTA) or one cluster shape per kernel
+def _cached_cga(cta: CtaLayout | None, rank: int) -> LinearLayout:
+    return _make_cga(cta, rank)
+
+
+def _make_cga(cta: CtaLayout | None, rank: int) -> LinearLayout:
     ctas = cta.ctas_per_cga if cta else (1,) * rank
     split = cta.cta_split_num if cta else (1,) * rank
     order = cta.cta_order if cta else tuple(range(rank - 1, -1, -1))
@@ -139,11 +171,17 @@ def _need_pow2(*groups: Sequence[int]) -> None:
 def _blocked(b: Blocked, shape: tuple[int, ...]) -> LinearLayout:
     if b.rank != len(shape):
         raise ValueError("rank mismatch")
-    _need_pow2(b.size_per_thread, b.threads_per_warp, b.warps_per_cta)
-    cta = _standard_nd("register", b.size_per_thread, b.order) \
-        * _standard_nd("lane", b.threads_per_warp, b.order) \
-        * _standard_nd("warp", b.warps_per_cta, b.order)
+    cta = _blocked_cta(tuple(b.size_per_thread), tuple(b.threads_per_warp), tuple(b.warps_per_cta), tuple(b.order))
     return _fit(cta, b.cta_layout, shape)
+
+
+@lru_cache(maxsize=1024)  # one CTA's tile of a blocked layout: the same for every shape it is used with
+def _blocked_cta(size_per_thread: tuple[int, ...], threads_per_warp: tuple[int, ...], warps_per_cta: tuple[int, ...],
+                 order: tuple[int, ...]) -> LinearLayout:
+    _need_pow2(size_per_thread, threads_per_warp, warps_per_cta)
+    return _standard_nd("register", size_per_thread, order) \
+        * _standard_nd("lane", threads_per_warp, order) \
+        * _standard_nd("warp", warps_per_cta, order)
 
 
 def _linear(lin: Linear, shape: tuple[int, ...]) -> LinearLayout:
