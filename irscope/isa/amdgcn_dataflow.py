@@ -364,11 +364,12 @@ class Feed:
 
 def matrix_feeds(fn: IsaFunction, max_hops: int = 8) -> dict[int, tuple[Feed, ...]]:
     """For each matrix instruction, the loads whose results reach its A and B operands."""
+    matrix = [instr for instr in fn.instructions if instr.kind == isa.MATRIX and len(instr.args) >= 3]
+    if not matrix:  # most kernels: no def-use chains to build
+        return {}
     reach = _ReachingDefs(fn)
     out: dict[int, tuple[Feed, ...]] = {}
-    for instr in fn.instructions:
-        if instr.kind != isa.MATRIX or len(instr.args) < 3:
-            continue
+    for instr in matrix:
         feeds: dict[tuple[int, str], int] = {}
         for operand, token in (("A", instr.args[1]), ("B", instr.args[2])):
             frontier = [(instr.index, u) for u in _units(token)]
@@ -407,7 +408,9 @@ class _ReachingDefs:
         self.block: list[int] = []  # block index of every instruction
         for b in fn.blocks:
             self.block.extend([b.index] * (b.end - b.start))
-        self.defined: dict[str, list[int]] = {}  # unit -> indices of the instructions writing it, ascending
+        # The destinations are grouped by token first (a kernel writes v[50:65] dozens of times),
+        # so each distinct token is split into units once.
+        by_token: dict[str, list[int]] = {}
         writes: dict[tuple[str, str], bool] = {}
         for index, opcode, args, kind in map(_DEF_FIELDS, fn.instructions):
             if not args:
@@ -422,12 +425,23 @@ class _ReachingDefs:
                     known = writes[key] = _writes(opcode, kind)
                 if not known:
                     continue
-            for unit in _units(args[0]):
+            at = by_token.get(args[0])
+            if at is None:
+                by_token[args[0]] = [index]
+            else:
+                at.append(index)
+        self.defined: dict[str, list[int]] = {}  # unit -> indices of the instructions writing it, ascending
+        merged: set[str] = set()  # units written through more than one token: their lists need sorting
+        for token, indices in by_token.items():
+            for unit in _units(token):
                 at = self.defined.get(unit)
                 if at is None:
-                    self.defined[unit] = [index]
+                    self.defined[unit] = indices if len(_units(token)) == 1 else list(indices)
                 else:
-                    at.append(index)
+                    at.extend(indices)
+                    merged.add(unit)
+        for unit in merged:
+            self.defined[unit].sort()
         self._reaching: dict[tuple[int, str], frozenset[int]] = {}
         self.preds: dict[int, list[int]] = {b.index: [] for b in fn.blocks}
         for b in fn.blocks:
