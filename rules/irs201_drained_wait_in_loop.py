@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import heapq
 import os
+import re
 from bisect import bisect_left
 from dataclasses import dataclass
 
-from irscope.ir.mlir import DOT_OPS
+from irscope.ir.mlir import DOT_OPS, canonical_op_name
 from irscope.isa import model as isa
 from irscope.isa.amdgcn_dataflow import WaitCounter
 from irscope.engine.rule import Rule
@@ -211,20 +212,33 @@ class DrainedWaitInLoop(Rule):
 
 def _has_dot(ctx) -> bool:
     """Whether the kernel's TTGIR has a dot op. A scan has parsed the TTGIR before the rules run (for the
-    layouts); where nothing has (the ISA-only bench), a TTGIR whose text holds neither `.dot` nor `_dot`
-    has none of DOT_OPS under any dialect spelling, and is not parsed for this alone."""
+    layouts), and the model answers; where nothing has (the ISA-only bench), the text does, without a
+    parse for this alone: an op line whose name is one of DOT_OPS in any dialect spelling."""
     if "ttgir" not in vars(ctx):  # ctx.ttgir is a cached_property: not read yet
         artifact = ctx.kernel.artifact("ttgir")
         if artifact is None:
             return False
         try:
-            data = artifact.read_bytes()
+            return _text_has_dot(artifact.read_bytes())
         except (OSError, ArtifactError):
-            data = None  # ctx.ttgir meets it again and records the problem
-        if data is not None and b".dot" not in data and b"_dot" not in data:
-            return False
+            pass  # ctx.ttgir meets the error again and records the problem
     module = ctx.ttgir
     return module is not None and any(True for _ in module.ops_named(*DOT_OPS))
+
+
+def _text_has_dot(data: bytes) -> bool:
+    for m in _DOT_NAME.finditer(data):
+        start = data.rfind(b"\n", 0, m.start()) + 1
+        prefix = _OP_LINE_HEAD.fullmatch(data, start, m.start())
+        if prefix is not None and canonical_op_name(f"{prefix[1].decode()}.{m[1].decode()}") in DOT_OPS:
+            return True
+    return False
+
+
+# `.dot` and the like: found by a literal-led search, then checked to be an op's name at the start
+# of its line (`%12 = tt.dot ...`, `%5:2 = "ttng.warp_group_dot"(...)`), not a location or an attribute.
+_DOT_NAME = re.compile(rb"\.(dot_scaled|dot_async|warp_group_dot|dot)\b")
+_OP_LINE_HEAD = re.compile(rb"[ \t]*(?:%[^=\n]*=[ \t]*)?\"?([A-Za-z_][\w$]*)")
 
 
 def _room_for_waves(ctx) -> bool:
