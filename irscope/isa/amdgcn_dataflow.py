@@ -369,29 +369,51 @@ def matrix_feeds(fn: IsaFunction, max_hops: int = 8) -> dict[int, tuple[Feed, ..
         return {}
     reach = _ReachingDefs(fn)
     out: dict[int, tuple[Feed, ...]] = {}
+    # The walk back from an operand is a breadth-first search over (definition, unit) nodes, so what
+    # it finds depends only on the nodes of its first hop: MFMAs that read the same registers after
+    # the same definitions (an unrolled K loop's chain) share one walk.
+    walks: dict[frozenset[tuple[int, str]], dict[int, int]] = {}
+    vector_uses: dict[int, tuple[str, ...]] = {}  # a VALU definer's vector register units read
     for instr in matrix:
         feeds: dict[tuple[int, str], int] = {}
         for operand, token in (("A", instr.args[1]), ("B", instr.args[2])):
-            frontier = [(instr.index, u) for u in _units(token)]
-            seen: set[tuple[int, str]] = set()
-            for hops in range(1, max_hops + 1):
-                following = []
-                for at, unit in frontier:
-                    for d in reach.defs_before(at, unit):
-                        if (d, unit) in seen:
-                            continue
-                        seen.add((d, unit))
-                        definer = fn.instructions[d]
-                        if definer.kind in LOAD_KINDS:
-                            key = (d, operand)
-                            feeds[key] = min(feeds.get(key, hops), hops)
-                        elif definer.kind == isa.VECTOR_ALU:
-                            following.extend((d, u) for u in defs_uses(definer)[1] if u[0] in "va")
-                frontier = following
-                if not frontier:
-                    break
+            first = frozenset((d, u) for u in _units(token) for d in reach.defs_before(instr.index, u))
+            loads = walks.get(first)
+            if loads is None:
+                loads = walks[first] = _walk(fn, reach, first, max_hops, vector_uses)
+            for d, hops in loads.items():
+                feeds[(d, operand)] = hops
         out[instr.index] = tuple(Feed(d, op, h) for (d, op), h in sorted(feeds.items()))
     return out
+
+
+def _walk(fn: IsaFunction, reach: _ReachingDefs, nodes: frozenset[tuple[int, str]], max_hops: int,
+          vector_uses: dict[int, tuple[str, ...]]) -> dict[int, int]:
+    """The loads reached from the first hop's (definition, unit) nodes, each with the fewest hops."""
+    loads: dict[int, int] = {}
+    seen = set(nodes)
+    level = list(nodes)
+    for hops in range(1, max_hops + 1):
+        following = []
+        for d, _unit in level:
+            definer = fn.instructions[d]
+            if definer.kind in LOAD_KINDS:
+                if d not in loads:  # the first hop that reaches it is the fewest
+                    loads[d] = hops
+            elif definer.kind == isa.VECTOR_ALU:
+                uses = vector_uses.get(d)
+                if uses is None:
+                    uses = vector_uses[d] = tuple(u for u in defs_uses(definer)[1] if u[0] in "va")
+                following.extend((d, u) for u in uses)
+        if not following or hops == max_hops:
+            break
+        level = []
+        for at, unit in following:
+            for d in reach.defs_before(at, unit):
+                if (d, unit) not in seen:
+                    seen.add((d, unit))
+                    level.append((d, unit))
+    return loads
 
 
 _DEF_FIELDS = attrgetter("index", "opcode", "args", "kind")
