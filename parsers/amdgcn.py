@@ -94,6 +94,7 @@ class AmdgcnParser:
         # once (`locs`), and its SourceLine looked up (`sources`) at the first instruction after it.
         locs: dict[str, tuple[int, int, int, str] | None] = {}
         sources: dict[str, SourceLine | None] = {}
+        waits: dict[tuple, isa.Wait | None] = {}  # (mnemonic, operands, arch) -> its Wait (immutable)
         fn = append = source = loc = loc_line = None
         index = 0  # of the next instruction in `fn`
         stale = True  # the `.loc` in force changed since `source` was looked up
@@ -123,8 +124,11 @@ class AmdgcnParser:
                 if flags & special:
                     if flags & _BUFFER:
                         kind, memory = self._buffer_access(fn, kind, memory, args)
-                    elif flags & _WAIT:
-                        wait = ops.parse_wait(head, args, self.arch)
+                    elif flags & _WAIT:  # a kernel has a few distinct waits, each read once
+                        key = (head, args, self.arch)
+                        wait = waits.get(key, _MISSING)
+                        if wait is _MISSING:
+                            wait = waits[key] = ops.parse_wait(head, args, self.arch)
                     elif flags & _BRANCH:
                         targets = tuple(a for a in args if a.startswith(".L"))
                         if head == "s_setpc_b64" and index >= 2:

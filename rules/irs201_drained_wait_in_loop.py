@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import heapq
 import os
+import re
 from bisect import bisect_left
 from dataclasses import dataclass
 
-from irscope.ir.mlir import DOT_OPS
+from irscope.ir.mlir import DOT_OPS, canonical_op_name
 from irscope.isa import model as isa
 from irscope.isa.amdgcn_dataflow import WaitCounter
 from irscope.engine.rule import Rule
+from irscope.model.errors import ArtifactError
 
 # The counters global loads increment: vmcnt on gfx9-gfx11 (gfx10/11 count stores apart, in
 # vscnt), loadcnt on gfx12.
@@ -186,8 +188,7 @@ class DrainedWaitInLoop(Rule):
                         "waiting for the reload drains the global loads too")
         room = _room_for_waves(ctx)  # no "more waves" advice for a kernel already at the SIMD's maximum
         more_waves = "" if covered or not room else "; more waves per SIMD hide the stall"
-        has_dot = ctx.ttgir is not None and any(True for _ in ctx.ttgir.ops_named(*DOT_OPS))
-        if has_dot:
+        if _has_dot(ctx):
             fix = ("find a schedule that puts the loop's MFMAs between the loads and the wait: try other num_warps / "
                    f"num_stages (or Triton versions) and compare this distance{more_waves}")
         else:  # a reduction or elementwise loop: no matrix work to hide the loads behind
@@ -207,6 +208,37 @@ class DrainedWaitInLoop(Rule):
                       "cover_cycles": worst.cycles, "waves_per_simd": waves,
                       "global_loads": len(loads), "spill_waits": len(spills)},
         )
+
+
+def _has_dot(ctx) -> bool:
+    """Whether the kernel's TTGIR has a dot op. A scan has parsed the TTGIR before the rules run (for the
+    layouts), and the model answers; where nothing has (the ISA-only bench), the text does, without a
+    parse for this alone: an op line whose name is one of DOT_OPS in any dialect spelling."""
+    if "ttgir" not in vars(ctx):  # ctx.ttgir is a cached_property: not read yet
+        artifact = ctx.kernel.artifact("ttgir")
+        if artifact is None:
+            return False
+        try:
+            return _text_has_dot(artifact.read_bytes())
+        except (OSError, ArtifactError):
+            pass  # ctx.ttgir meets the error again and records the problem
+    module = ctx.ttgir
+    return module is not None and any(True for _ in module.ops_named(*DOT_OPS))
+
+
+def _text_has_dot(data: bytes) -> bool:
+    for m in _DOT_NAME.finditer(data):
+        start = data.rfind(b"\n", 0, m.start()) + 1
+        prefix = _OP_LINE_HEAD.fullmatch(data, start, m.start())
+        if prefix is not None and canonical_op_name(f"{prefix[1].decode()}.{m[1].decode()}") in DOT_OPS:
+            return True
+    return False
+
+
+# `.dot` and the like: found by a literal-led search, then checked to be an op's name at the start
+# of its line (`%12 = tt.dot ...`, `%5:2 = "ttng.warp_group_dot"(...)`), not a location or an attribute.
+_DOT_NAME = re.compile(rb"\.(dot_scaled|dot_async|warp_group_dot|dot)\b")
+_OP_LINE_HEAD = re.compile(rb"[ \t]*(?:%[^=\n]*=[ \t]*)?\"?([A-Za-z_][\w$]*)")
 
 
 def _room_for_waves(ctx) -> bool:

@@ -364,33 +364,56 @@ class Feed:
 
 def matrix_feeds(fn: IsaFunction, max_hops: int = 8) -> dict[int, tuple[Feed, ...]]:
     """For each matrix instruction, the loads whose results reach its A and B operands."""
+    matrix = [instr for instr in fn.instructions if instr.kind == isa.MATRIX and len(instr.args) >= 3]
+    if not matrix:  # most kernels: no def-use chains to build
+        return {}
     reach = _ReachingDefs(fn)
     out: dict[int, tuple[Feed, ...]] = {}
-    for instr in fn.instructions:
-        if instr.kind != isa.MATRIX or len(instr.args) < 3:
-            continue
+    # The walk back from an operand is a breadth-first search over (definition, unit) nodes, so what
+    # it finds depends only on the nodes of its first hop: MFMAs that read the same registers after
+    # the same definitions (an unrolled K loop's chain) share one walk.
+    walks: dict[frozenset[tuple[int, str]], dict[int, int]] = {}
+    vector_uses: dict[int, tuple[str, ...]] = {}  # a VALU definer's vector register units read
+    for instr in matrix:
         feeds: dict[tuple[int, str], int] = {}
         for operand, token in (("A", instr.args[1]), ("B", instr.args[2])):
-            frontier = [(instr.index, u) for u in _units(token)]
-            seen: set[tuple[int, str]] = set()
-            for hops in range(1, max_hops + 1):
-                following = []
-                for at, unit in frontier:
-                    for d in reach.defs_before(at, unit):
-                        if (d, unit) in seen:
-                            continue
-                        seen.add((d, unit))
-                        definer = fn.instructions[d]
-                        if definer.kind in LOAD_KINDS:
-                            key = (d, operand)
-                            feeds[key] = min(feeds.get(key, hops), hops)
-                        elif definer.kind == isa.VECTOR_ALU:
-                            following.extend((d, u) for u in defs_uses(definer)[1] if u[0] in "va")
-                frontier = following
-                if not frontier:
-                    break
+            first = frozenset((d, u) for u in _units(token) for d in reach.defs_before(instr.index, u))
+            loads = walks.get(first)
+            if loads is None:
+                loads = walks[first] = _walk(fn, reach, first, max_hops, vector_uses)
+            for d, hops in loads.items():
+                feeds[(d, operand)] = hops
         out[instr.index] = tuple(Feed(d, op, h) for (d, op), h in sorted(feeds.items()))
     return out
+
+
+def _walk(fn: IsaFunction, reach: _ReachingDefs, nodes: frozenset[tuple[int, str]], max_hops: int,
+          vector_uses: dict[int, tuple[str, ...]]) -> dict[int, int]:
+    """The loads reached from the first hop's (definition, unit) nodes, each with the fewest hops."""
+    loads: dict[int, int] = {}
+    seen = set(nodes)
+    level = list(nodes)
+    for hops in range(1, max_hops + 1):
+        following = []
+        for d, _unit in level:
+            definer = fn.instructions[d]
+            if definer.kind in LOAD_KINDS:
+                if d not in loads:  # the first hop that reaches it is the fewest
+                    loads[d] = hops
+            elif definer.kind == isa.VECTOR_ALU:
+                uses = vector_uses.get(d)
+                if uses is None:
+                    uses = vector_uses[d] = tuple(u for u in defs_uses(definer)[1] if u[0] in "va")
+                following.extend((d, u) for u in uses)
+        if not following or hops == max_hops:
+            break
+        level = []
+        for at, unit in following:
+            for d in reach.defs_before(at, unit):
+                if (d, unit) not in seen:
+                    seen.add((d, unit))
+                    level.append((d, unit))
+    return loads
 
 
 _DEF_FIELDS = attrgetter("index", "opcode", "args", "kind")
@@ -407,7 +430,9 @@ class _ReachingDefs:
         self.block: list[int] = []  # block index of every instruction
         for b in fn.blocks:
             self.block.extend([b.index] * (b.end - b.start))
-        self.defined: dict[str, list[int]] = {}  # unit -> indices of the instructions writing it, ascending
+        # The destinations are grouped by token first (a kernel writes v[50:65] dozens of times),
+        # so each distinct token is split into units once.
+        by_token: dict[str, list[int]] = {}
         writes: dict[tuple[str, str], bool] = {}
         for index, opcode, args, kind in map(_DEF_FIELDS, fn.instructions):
             if not args:
@@ -422,12 +447,23 @@ class _ReachingDefs:
                     known = writes[key] = _writes(opcode, kind)
                 if not known:
                     continue
-            for unit in _units(args[0]):
+            at = by_token.get(args[0])
+            if at is None:
+                by_token[args[0]] = [index]
+            else:
+                at.append(index)
+        self.defined: dict[str, list[int]] = {}  # unit -> indices of the instructions writing it, ascending
+        merged: set[str] = set()  # units written through more than one token: their lists need sorting
+        for token, indices in by_token.items():
+            for unit in _units(token):
                 at = self.defined.get(unit)
                 if at is None:
-                    self.defined[unit] = [index]
+                    self.defined[unit] = indices if len(_units(token)) == 1 else list(indices)
                 else:
-                    at.append(index)
+                    at.extend(indices)
+                    merged.add(unit)
+        for unit in merged:
+            self.defined[unit].sort()
         self._reaching: dict[tuple[int, str], frozenset[int]] = {}
         self.preds: dict[int, list[int]] = {b.index: [] for b in fn.blocks}
         for b in fn.blocks:
