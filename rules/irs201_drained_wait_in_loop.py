@@ -214,7 +214,7 @@ def _has_dot(ctx) -> bool:
     """Whether the kernel's TTGIR has a dot op. A scan has parsed the TTGIR before the rules run (for the
     layouts), and the model answers; where nothing has (the ISA-only bench), the text does, without a
     parse for this alone: an op line whose name is one of DOT_OPS in any dialect spelling."""
-    if "ttgir" not in vars(ctx):  # ctx.ttgir is a cached_property: not read yet
+    if not ctx.ttgir_read():
         artifact = ctx.kernel.artifact("ttgir")
         if artifact is None:
             return False

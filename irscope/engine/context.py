@@ -130,6 +130,12 @@ class KernelContext:
     def ttgir(self) -> MlirModule | None:
         return self._mlir("ttgir")
 
+    def ttgir_read(self) -> bool:
+        """Whether `ttgir` was read already (a scan reads it for the layouts before the rules run): a rule
+        that needs one small fact of it may then ask the model, and otherwise look at the text rather
+        than parse it for that alone."""
+        return "ttgir" in self.__dict__  # where cached_property keeps its value
+
     @cached_property
     def layout_facts(self) -> LayoutFacts | None:
         from irscope.ir.layouts.graph import LayoutFacts
