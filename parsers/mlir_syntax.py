@@ -129,8 +129,9 @@ def read_op(items: list) -> Optional[OpSyntax]:
     return syntax
 
 
-# complex: one pass over the op's items (the commonest statement shapes first); it also marks
-# the `->` and `:` before the first region, which _read_signature would otherwise look for again
+# One pass over the op's items, tokens first (most items are); it also marks the `->` and `:`
+# before the first region, which _read_signature would otherwise look for again.
+# complex: one branch per kind of item, as the op's syntax has them
 def _walk_header(syntax: OpSyntax, body: list) -> tuple[int, int, int]:
     """Operands, header defs, regions, attributes and keywords; and the index of the first `->`,
     of the last `:` before the first region (-1: none) and of the last region (-1: none)."""
