@@ -17,7 +17,7 @@ from irscope.ir.mlir import Location, SourceFrame
 from irscope.model.kernel import Problem
 
 from .mlir_syntax import is_tok, split_commas
-from .mlir_tree import TOKEN_CLASSES, Group, LocNode, Param, span
+from .mlir_tree import TOKEN_CLASSES, Group, LocNode, Node, Param
 
 # Dialects whose attributes are layout encodings (irscope.ir.layouts.encodings builds them).
 _LAYOUT_DIALECTS = ("ttg.", "triton_gpu.", "ttng.", "triton_nvidia_gpu.")
@@ -52,8 +52,9 @@ class AttributeReader:
         self._layouts: dict[str, object] = {}
 
     def source(self, items: list) -> str:
-        start, _ = span(items[0])
-        _, end = span(items[-1])
+        first, last = items[0], items[-1]  # span(), inlined: asked for every type and attribute
+        start = first.start if isinstance(first, Node) else first.start_pos
+        end = last.end if isinstance(last, Node) else last.end_pos
         return self.text[start:end]
 
     # -- aliases ----------------------------------------------------------------------

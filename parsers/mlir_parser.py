@@ -11,6 +11,8 @@ unstructured op, not an exception.
 
 from __future__ import annotations
 
+import gc
+
 from irscope.ir.mlir import MlirModule
 from irscope.model.kernel import Problem
 
@@ -60,8 +62,16 @@ def parse_mlir(text: str, path: str, reader: str = "fast") -> MlirModule:
     """Parse one TTIR/TTGIR file (or an MLIR_ENABLE_DUMP section, or a lit test)."""
     from .mlir_build import build_module
 
-    statements, problems = parse_statements(text, path, reader)
-    return build_module(statements, text, path, problems)
+    # The token tree and the model are acyclic: a collection while they grow would only walk
+    # them, and everything the caller holds, again and again (a quarter of the build's time).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        statements, problems = parse_statements(text, path, reader)
+        return build_module(statements, text, path, problems)
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def __getattr__(name: str):

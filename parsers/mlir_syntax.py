@@ -74,8 +74,9 @@ def is_tok(item, *types: str) -> bool:
 
 def split_commas(items: list) -> list[list]:
     parts, current = [], []
+    tokens = TOKEN_CLASSES
     for item in items:
-        if is_tok(item, "COMMA"):
+        if type(item) in tokens and item.type == "COMMA":  # is_tok, inlined: ~40k lists a file
             parts.append(current)
             current = []
         else:
@@ -87,19 +88,23 @@ def split_commas(items: list) -> list[list]:
 
 def read_results(items: list) -> tuple[list[tuple[str, int]], int]:
     """`%a, %b:3 =` at the start of a statement -> ([(%a, 1), (%b, 3)], index after `=`)."""
+    tokens, size = TOKEN_CLASSES, len(items)
     results, i = [], 0
-    while i < len(items) and is_tok(items[i], "VALUE"):
-        name, count = items[i].value, 1
+    while i < size:
+        item = items[i]
+        if type(item) not in tokens or item.type != "VALUE":
+            break
+        name, count = item.value, 1
         i += 1
-        if i + 1 < len(items) and is_tok(items[i], "COLON") and is_tok(items[i + 1], "INT"):
+        if i + 1 < size and is_tok(items[i], "COLON") and is_tok(items[i + 1], "INT"):
             count = int(items[i + 1].value)
             i += 2
         results.append((name, count))
-        if i < len(items) and is_tok(items[i], "COMMA"):
+        if i < size and is_tok(items[i], "COMMA"):
             i += 1
             continue
         break
-    if results and i < len(items) and is_tok(items[i], "EQUAL"):
+    if results and i < size and is_tok(items[i], "EQUAL"):
         return results, i + 1
     return [], 0
 
@@ -119,44 +124,64 @@ def read_op(items: list) -> Optional[OpSyntax]:
     body = items[i + 1:]
     if body and isinstance(body[-1], LocNode):
         syntax.location = body.pop()
-    _walk_header(syntax, body)
-    _read_signature(syntax, body, canonical_op_name(syntax.name))
+    marks = _walk_header(syntax, body)
+    _read_signature(syntax, body, canonical_op_name(syntax.name), marks)
     return syntax
 
 
-def _walk_header(syntax: OpSyntax, body: list) -> None:
+# One pass over the op's items, tokens first (most items are); it also marks the `->` and `:`
+# before the first region, which _read_signature would otherwise look for again.
+# complex: one branch per kind of item, as the op's syntax has them
+def _walk_header(syntax: OpSyntax, body: list) -> tuple[int, int, int]:
+    """Operands, header defs, regions, attributes and keywords; and the index of the first `->`,
+    of the last `:` before the first region (-1: none) and of the last region (-1: none)."""
     pending: list[HeaderDef] = []
-    prev = None
+    prev_kind = None  # the token type of the previous item (None: not a token)
     in_types = False  # after the top-level `:`, bare words are type names, not keywords
+    arrow = colon = last_region = -1
+    before_region = True
+    tokens, operands, generic = TOKEN_CLASSES, syntax.operands, syntax.generic
+    size = len(body)
     for pos, item in enumerate(body):
-        nxt = body[pos + 1] if pos + 1 < len(body) else None
+        if type(item) in tokens:
+            kind = item.type
+            if kind == "VALUE":
+                nxt = body[pos + 1] if pos + 1 < size else None
+                if not generic and type(nxt) in tokens and nxt.type == "EQUAL":  # scf.for %i = ...
+                    pending.append(HeaderDef(item.value, item.line))
+                else:
+                    operands.append(item.value)
+            elif kind == "BARE_ID":
+                nxt = body[pos + 1] if pos + 1 < size else None
+                if type(nxt) in tokens and nxt.type == "EQUAL" and prev_kind != "COLON":
+                    syntax.inline_attrs.append((item.value, _value_after(body, pos + 2)))
+                elif prev_kind != "EQUAL" and not in_types:
+                    syntax.keywords.append(item.value)
+            elif kind == "COLON":
+                in_types = True
+                if before_region:
+                    colon = pos
+            elif kind == "ARROW" and before_region and arrow < 0:
+                arrow = pos
+            prev_kind = kind
+            continue
+        prev_kind = None
         if isinstance(item, RegionNode):
             _add_region(syntax, item, pending)
             pending = []
-        elif is_tok(item, "VALUE"):
-            if is_tok(nxt, "EQUAL") and not syntax.generic:  # scf.for %i = ...
-                pending.append(HeaderDef(item.value, item.line))
-            else:
-                syntax.operands.append(item.value)
+            before_region, last_region = False, pos
         elif isinstance(item, Group):
             if item.kind == "(":
-                _walk_paren(syntax, item, pending, successor=is_tok(prev, "BLOCK_ID"))
+                _walk_paren(syntax, item, pending, successor=pos > 0 and is_tok(body[pos - 1], "BLOCK_ID"))
             elif item.kind == "{":
                 syntax.attr_groups.append(item)
             elif item.kind == "[":
                 _collect_uses(syntax, item.items)
             elif item.kind == "<" and any(isinstance(x, Group) and x.kind == "{" for x in item.items):
                 syntax.attr_groups.extend(x for x in item.items if isinstance(x, Group) and x.kind == "{")
-        elif is_tok(item, "BARE_ID"):
-            if is_tok(nxt, "EQUAL") and not is_tok(prev, "COLON"):
-                syntax.inline_attrs.append((item.value, _value_after(body, pos + 2)))
-            elif not is_tok(prev, "EQUAL") and not in_types:
-                syntax.keywords.append(item.value)
-        elif is_tok(item, "COLON"):
-            in_types = True
-        prev = item
     if pending and syntax.regions:  # defs after the last region: none in Triton, keep them anyway
         syntax.header_defs[-1].extend(pending)
+    return arrow, colon, last_region
 
 
 def _value_after(body: list, pos: int) -> list:
@@ -224,29 +249,23 @@ def _top_level_index(body: list, kind: str, last: bool = False) -> int:
     return found
 
 
-def _read_signature(syntax: OpSyntax, body: list, name: str) -> None:
-    body = _signature_part(body)
-    arrow = _top_level_index(body, "ARROW")
-    colon = _top_level_index(body, "COLON", last=True)
+def _read_signature(syntax: OpSyntax, body: list, name: str, marks: tuple[int, int, int]) -> None:
+    """marks: _walk_header's first `->` and last `:` before the first region of `body`, and its last region."""
+    arrow, colon, last_region = marks
+    if arrow < 0 and colon < 0 and last_region >= 0:
+        # `ttg.warp_specialize(%a) default {...} partition0(...) {...} : (i32) -> i64`: the signature
+        # follows the last region (a broken file may leave regions only inside a group: none here)
+        tail = body[last_region + 1:]
+        if _top_level_index(tail, "COLON") >= 0:
+            body = tail
+            arrow = _top_level_index(body, "ARROW")
+            colon = _top_level_index(body, "COLON", last=True)
     if name == "scf.for" and colon >= 0:
         syntax.induction_type_items = [body[colon + 1]] if colon + 1 < len(body) else None
     if arrow >= 0:
         syntax.result_type_items = _results_after_arrow(body[arrow + 1:])
     elif colon >= 0:
         syntax.result_type_items = _results_after_colon(body[colon + 1:])
-
-
-def _signature_part(body: list) -> list:
-    """The part of `body` that holds the signature: after the last region when only that part has one."""
-    if _top_level_index(body, "ARROW") >= 0 or _top_level_index(body, "COLON") >= 0:
-        return body
-    # Regions at the top level of the op (a broken file may leave syntax.regions only inside a group).
-    regions_at = [i for i, item in enumerate(body) if isinstance(item, RegionNode)]
-    if not regions_at:
-        return body
-    # `ttg.warp_specialize(%a) default {...} partition0(...) {...} : (i32) -> i64`
-    tail = body[regions_at[-1] + 1:]
-    return tail if _top_level_index(tail, "COLON") >= 0 else body
 
 
 def _results_after_arrow(after_arrow: list) -> list:

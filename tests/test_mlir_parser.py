@@ -217,3 +217,18 @@ def test_parses_in_threads_keep_their_own_repairs():
         t.join()
     assert all(problems == () for name, runs in results.items() if name.startswith("full") for problems in runs)
     assert all(problems for name, runs in results.items() if name.startswith("cut") for problems in runs)
+
+
+def test_ops_and_values_are_what_their_dataclass_init_builds():
+    """mlir_build fills Op and Value instances' fields directly (their frozen __init__ is slow):
+    a field added to either must be added there too."""
+    import dataclasses
+
+    from irscope.ir.mlir import Op, Value
+
+    module = parsed(IR_FILES[0][1])
+    for obj in (*module.ops[:20], *module.values[:20]):
+        fields = [f.name for f in dataclasses.fields(type(obj))]
+        again = type(obj)(**{name: getattr(obj, name) for name in fields})
+        assert list(vars(obj)) == fields and vars(obj) == vars(again)
+    assert isinstance(module.ops[0], Op) and isinstance(module.values[0], Value)

@@ -8,6 +8,7 @@ and value carries the 1-based line of the artifact it was read from.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Iterator, Mapping, Optional
 
 from irscope.model.kernel import Fact, Problem
@@ -23,6 +24,7 @@ FUNCTION_OPS = frozenset({"tt.func", "llvm.func", "func.func"})
 DOT_OPS = ("tt.dot", "tt.dot_scaled", "ttng.warp_group_dot", "ttng.dot_async")
 
 
+@lru_cache(maxsize=4096)  # a few hundred distinct op names; asked ~30 times per op (rules, the build)
 def canonical_op_name(name: str) -> str:
     """`triton_gpu.local_load` -> `ttg.local_load`, so rules match every version."""
     dialect, dot, rest = name.partition(".")
