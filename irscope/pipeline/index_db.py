@@ -298,17 +298,24 @@ class IndexDatabase:
             self._failed(e)
             return False
 
-    def get(self, key: str) -> tuple[tuple[str, ...], str | None, KernelReport] | None:
+    def _payload(self, table: str, key: str) -> tuple[bytes, bytes] | None:
+        """(checksum, payload) of `key` in `table` ("entries" or "views"), the checksum checked; else None."""
         conn = self._connection()
         if conn is None:
             return None
         try:
-            row = conn.execute("SELECT checksum, CASE WHEN length(payload) <= ? THEN payload END FROM entries "
+            row = conn.execute(f"SELECT checksum, CASE WHEN length(payload) <= ? THEN payload END FROM {table} "
                                "WHERE key = ?", (MAX_ENTRY, key)).fetchone()
         except sqlite3.DatabaseError as e:
             self._failed(e)
             return None
         if row is None or not isinstance(row[1], bytes) or row[0] != checksum(row[1]):
+            return None
+        return row
+
+    def get(self, key: str) -> tuple[tuple[str, ...], str | None, KernelReport] | None:
+        row = self._payload("entries", key)
+        if row is None:
             return None
         try:
             found = decode_entry(row[1])
@@ -345,18 +352,8 @@ class IndexDatabase:
 
     def view(self, key: str) -> bytes | None:
         """A kept console view's payload, its checksum checked; None when there is none (or no database)."""
-        conn = self._connection()
-        if conn is None:
-            return None
-        try:
-            row = conn.execute("SELECT checksum, CASE WHEN length(payload) <= ? THEN payload END FROM views "
-                               "WHERE key = ?", (MAX_ENTRY, key)).fetchone()
-        except sqlite3.DatabaseError as e:
-            self._failed(e)
-            return None
-        if row is None or not isinstance(row[1], bytes) or row[0] != checksum(row[1]):
-            return None
-        return row[1]
+        row = self._payload("views", key)
+        return None if row is None else row[1]
 
     def used_view(self, key: str) -> None:
         self._write("UPDATE views SET used = ? WHERE key = ?", (_now(), key))
