@@ -273,13 +273,13 @@ def _drain(fn, paths, loop, w) -> _Drain | None:
         segments = paths.segments(op.instruction, w.wait, loop.blocks, MAX_GAP)
         if segments is None or paths.drains_in(segments, w.counter):
             continue  # not reachable inside the loop, or completed by an earlier drain on the way
-        gap = [i for a, b in segments for i in range(a, b)]
-        cycles = sum(_cycles(fn.instructions[i]) for i in gap)
+        cycles = paths.cycles_in(segments)
         if cycles < LATENCY_FLOOR and (best is None or cycles < best[2]):
-            best = (op.instruction, gap, cycles)
+            best = (op.instruction, segments, cycles)
     if best is None:
         return None
-    load, gap, cycles = best
+    load, segments, cycles = best
+    gap = [i for a, b in segments for i in range(a, b)]
     matrix = sum(fn.instructions[i].kind == isa.MATRIX for i in gap)
     reload = next((i for i in reversed(gap) if fn.instructions[i].kind == isa.LOCAL_LOAD), None)
     return _Drain(w.wait, load, len(gap), matrix, cycles, frozenset(loads), reload)
@@ -318,6 +318,9 @@ class _Paths:
         self._drains: dict[WaitCounter, list[int]] = {}
         self._near: dict[tuple[int, int, int], dict[int, int]] = {}
         self._preds: list[list[int]] | None = None
+        self._cycle_sums: list[int] | None = None
+        self._trees: dict[tuple[int, int], tuple[dict[int, int], dict[int, int | None]]] = {}
+        self._successors: list[tuple[int, ...]] | None = None
 
     def segments(self, start: int, end: int, blocks, limit: int | None = None) -> list[tuple[int, int]] | None:
         """Ranges of the instructions executed strictly between `start` and `end` on the shortest
@@ -342,6 +345,16 @@ class _Paths:
         if chain is None:
             return None
         return [(start + 1, src.end), *((fn.blocks[b].start, fn.blocks[b].end) for b in chain), (dst.start, end)]
+
+    def cycles_in(self, segments: list[tuple[int, int]]) -> int:
+        """The work (_cycles) of the instructions in the ranges, from running sums made once per function:
+        a loop of 9,000 instructions asked for the same sums thousands of times (a third of this rule)."""
+        if self._cycle_sums is None:
+            sums = self._cycle_sums = [0]
+            for instr in self.fn.instructions:
+                sums.append(sums[-1] + _cycles(instr))
+        sums = self._cycle_sums
+        return sum(sums[b] - sums[a] for a, b in segments if b > a)
 
     def between(self, start: int, end: int, blocks) -> list[int] | None:
         """Instructions executed strictly between `start` and `end` on the shortest path, or None."""
@@ -399,30 +412,42 @@ class _Paths:
 
     def _chain(self, src, dst, blocks, limit: int | None) -> list[int] | None:
         """The blocks strictly between `src` and `dst` on the shortest path inside `blocks`; None
-        if there is none of fewer than `limit` instructions in all. Dropping the longer entries
-        changes nothing before them: the heap pops every shorter one first, ties broken as before."""
-        fn = self.fn
-        best: dict[int, int] = {}
-        came: dict[int, int | None] = {}
-        heap = [(0, s, -1) for s in self._taken(src) if s in blocks]
-        while heap:
-            d, b, prev = heapq.heappop(heap)
-            if b in best:
-                continue
-            best[b], came[b] = d, (None if prev < 0 else prev)
-            if b == dst.index:
-                break
-            block = fn.blocks[b]
-            nd = d + block.end - block.start
-            if limit is not None and nd >= limit:
-                continue
-            for s in self._taken(block):
-                if s in blocks and s not in best:
-                    heapq.heappush(heap, (nd, s, b))
-        if dst.index not in best:
+        if there is none of fewer than `limit` instructions in all. A search with a limit pops, in the
+        same order, every entry shorter than it that the whole search pops (ties broken alike), and
+        reaches `dst` exactly when the whole search reaches it in fewer: so one whole search from
+        `src` answers for every `dst` and limit (a long loop asked thousands of times)."""
+        key = (src.index, id(blocks))
+        tree = self._trees.get(key)
+        if tree is None:
+            tree = self._trees[key] = self._shortest_from(src, blocks)
+        best, came = tree
+        reached = best.get(dst.index)
+        if reached is None or (limit is not None and reached >= limit):
             return None
         chain, b = [], came[dst.index]
         while b is not None:
             chain.append(b)
             b = came[b]
         return chain[::-1]
+
+    def _shortest_from(self, src, blocks) -> tuple[dict[int, int], dict[int, int | None]]:
+        """Dijkstra from `src`'s successors over `blocks`: each block's distance (the instructions of the
+        blocks before it) and the block it is reached from (None: a successor of `src`)."""
+        fn = self.fn
+        if self._successors is None:
+            self._successors = [self._taken(b) for b in fn.blocks]
+        successors = self._successors
+        best: dict[int, int] = {}
+        came: dict[int, int | None] = {}
+        heap = [(0, s, -1) for s in successors[src.index] if s in blocks]
+        while heap:
+            d, b, prev = heapq.heappop(heap)
+            if b in best:
+                continue
+            best[b], came[b] = d, (None if prev < 0 else prev)
+            block = fn.blocks[b]
+            nd = d + block.end - block.start
+            for s in successors[b]:
+                if s in blocks and s not in best:
+                    heapq.heappush(heap, (nd, s, b))
+        return best, came
