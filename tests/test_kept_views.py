@@ -176,3 +176,10 @@ def test_a_replayed_scan_imports_no_harvester_rule_or_model(cache, home, tmp_pat
     assert first[0] == second[0] and "irscope.pipeline.harvester" in first[1]
     assert not any(name in second[1] for name in ("harvester", "irscope.rules.", "irscope.model.kernel",
                                                   "irscope.engine", "'irscope.render.console'"))
+
+
+def test_a_tree_of_more_paths_than_a_view_watches_is_not_kept(cache, home, settled, scans, capsys, monkeypatch):
+    monkeypatch.setattr(console_views, "MAX_WATCHED", 5)
+    for _ in range(2):
+        run(capsys, "scan", str(cache))
+    assert len(scans) == 2 and views(home) == 0

@@ -73,6 +73,11 @@ def keepable(args: argparse.Namespace) -> bool:
         return False
     if not all(os.path.isdir(p) for p in _roots(args)):
         return False
+    from irscope.pipeline.home import irscope_home
+    from irscope.pipeline.result_index import refusal
+
+    if refusal(irscope_home() / "index", _roots(args)):
+        return False  # the scan uses no index (it lies in a scanned path): nowhere to keep a view
     try:
         return not source_roots(args).configured
     except Exception:  # noqa: BLE001 - a bad [tool.irscope] source-roots is the scan's to report

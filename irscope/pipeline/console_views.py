@@ -36,6 +36,9 @@ VIEW_FORMAT = 1
 RACY_SECONDS = 2  # the result index's rule (kept apart so that this module imports no model)
 MAX_VIEW = 64 << 20  # stored bytes of one view, and of its inflated JSON
 KEEP_VIEWS = 32  # views beyond this many, least recently used first, are dropped
+# Paths a view may watch: a Triton cache of 10,000 kernels has ~80,000. A scan of a tree of millions
+# of other files (`irscope scan /`) is not kept: watching it would cost more than the scan saves.
+MAX_WATCHED = 250_000
 # What a shell changes from one command to the next without changing what irscope prints.
 _VOLATILE_ENV = frozenset({"_", "OLDPWD", "PWD", "SHLVL", "SECONDS", "SSH_CLIENT", "SSH_CONNECTION", "WINDOWID",
                            "TMUX_PANE", "XDG_SESSION_ID", "INVOCATION_ID", "JOURNAL_STREAM"})
@@ -112,7 +115,7 @@ def watch(roots: Iterable[str], code_and_config: Iterable[str]) -> Watched | Non
             except OSError:
                 return None
             for entry in entries:
-                if IN_PROGRESS.search(entry.name):
+                if IN_PROGRESS.search(entry.name) or len(paths) >= MAX_WATCHED:
                     return None
                 path = entry.path
                 found = identity(path)
