@@ -99,12 +99,12 @@ def match(before: tuple[KernelReport, ...], after: tuple[KernelReport, ...],
     # The very same result on both sides (irscope diff analyzed it once: scan(shared=...)), or the same
     # directory whose every artifact has the same digest.
     same = _group(right, _same_files)
-    by_id = {id(b): b for b in right}
+    unpaired = {id(b): b for b in right}
     for a in list(left):
-        found = [by_id[id(a)]] if id(a) in by_id else same.get(_same_files(a), []) if _same_files(a) else []
-        if len(found) == 1 and found[0] in right:
-            take(a, found[0], "specialization")
-            by_id.pop(id(found[0]), None)
+        files = _same_files(a) if id(a) not in unpaired else None
+        found = [a] if id(a) in unpaired else same.get(files, []) if files is not None else []
+        if len(found) == 1 and id(found[0]) in unpaired:
+            take(a, unpaired.pop(id(found[0])), "specialization")
     for how, key in (("specialization", specialization), ("name+arch", _name_arch), ("name", _name)):
         groups_a, groups_b = _group(left, key), _group(right, key)
         for k, items in groups_a.items():

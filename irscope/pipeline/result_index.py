@@ -30,6 +30,7 @@ import hashlib
 import inspect
 import os
 import time
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -85,9 +86,11 @@ def salt_for(rules: Sequence[type], options: str = "") -> str:
     return h.hexdigest()
 
 
-def salted_sources() -> list[str]:
+@lru_cache(maxsize=1)
+def salted_sources() -> tuple[str, ...]:
     """Every file of irscope's code that can change a result: each .py (and the MLIR grammar) of
-    irscope and its subpackages, irscope.parsers and irscope.rules. The TUI only shows results."""
+    irscope and its subpackages, irscope.parsers and irscope.rules. The TUI only shows results.
+    Listed once a process (a scan's salt and its kept view both ask; each stats the files itself)."""
     import irscope.parsers
     import irscope.rules
 
@@ -95,9 +98,9 @@ def salted_sources() -> list[str]:
     folders = [str(Path(__file__).parent.parent), *irscope.parsers.__path__, *irscope.rules.__path__]
     found = []
     for directory in folders:  # irscope's own subpackages, render included
-            found += sorted(str(p) for pattern in ("*.py", "*.lark") for p in Path(directory).rglob(pattern)
-                            if "__pycache__" not in p.parts and Path(directory, "tui") not in p.parents)
-    return found
+        found += sorted(str(p) for pattern in ("*.py", "*.lark") for p in Path(directory).rglob(pattern)
+                        if "__pycache__" not in p.parts and Path(directory, "tui") not in p.parents)
+    return tuple(found)
 
 
 def _utf8(text: str) -> bytes:
