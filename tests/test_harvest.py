@@ -195,3 +195,20 @@ def test_launcher_only_directory_is_skipped(manifest, tmp_path):
     result = harvest(tmp_path / "c")
     assert [Path(k.directory).name for k in result.kernels] == [src.name]
     assert [(s.path, s.reason) for s in result.skipped] == [(str(launcher), "launcher modules only (.so)")]
+
+
+def test_each_kernel_is_told_once_and_final(manifest, tmp_path):
+    """harvest(on_kernel=...) gives a scan's workers each kernel as soon as it is final: a directory of IR
+    alone beside cache entries (Triton writing it, 3.0-3.2 write no `.source`) is told only once the tree
+    is read, as the incomplete cache entry it is, never as the dump directory it first looked like."""
+    cache = copy_tree(FIXTURES / "caches" / "triton-3.2", tmp_path / "cache")
+    writing = next(d for d in sorted(cache.iterdir()) if d.is_dir())
+    for f in list(writing.glob("*.json")):
+        f.unlink()  # no metadata and no group file yet: the files of a kernel alone
+    told = {}
+    found = harvest([cache, FIXTURES / "caches" / "triton-3.0"],
+                    on_kernel=lambda i, k, problems: told.setdefault(i, []).append((k, problems)))
+    assert sorted(told) == list(range(len(found.kernels))) and all(len(v) == 1 for v in told.values())
+    assert all(told[i] == [(k, found.problems.get(k.key, ()))] for i, k in enumerate(found.kernels))
+    (late,) = [k for k in found.kernels if k.directory == str(writing)]
+    assert late.layout == "triton-cache" and not late.complete

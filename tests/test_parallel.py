@@ -91,3 +91,30 @@ def test_chunks_cover_every_kernel_once_and_end_one_kernel_a_chunk(count, size, 
     assert [i for start, end in bounds for i in range(start, end)] == list(range(count))
     assert all(end - start <= size for start, end in bounds)
     assert all(end - start == 1 for start, end in bounds[-min(count, 2 * jobs):])
+
+
+def test_streamed_work_is_handed_out_as_it_comes_and_each_kernel_once(monkeypatch):
+    """A scan hands kernels to the workers while the harvest still runs (Analyses.add); the last 2 x jobs
+    wait for `finish`, one a chunk, so that the workers finish together."""
+    monkeypatch.setattr(pipeline, "analyze_kernel", _pid_and_key)
+    work = _work(36)
+    analyses = pipeline.Analyses([], False, RuleSelection(), jobs=2, streaming=True)
+    for i, w in enumerate(work[:30]):
+        analyses.add((i, w))
+    handed = [len(chunk) for chunk in analyses.futures.values()]
+    assert analyses.pool is not None and 0 < sum(handed) <= 30 - 2 * 2
+    for i, w in enumerate(work[30:], 30):
+        analyses.add((i, w))
+    analyses.finish()
+    chunks = [len(chunk) for chunk in analyses.futures.values()]
+    assert sum(chunks) == 36 and chunks[-4:] == [1, 1, 1, 1]
+    done = dict(analyses)
+    assert [done[i][1] for i in range(36)] == [k.key for k, _, _ in work]
+    assert os.getpid() not in {pid for pid, _ in done.values()}
+
+
+def test_a_streamed_scan_reports_what_a_harvested_one_does():
+    cache = FIXTURES / "caches" / "triton-3.9"
+    streamed = pipeline.ScanRun(cache, jobs=2, stream=True).report()
+    whole = pipeline.ScanRun(cache, jobs=2).report()
+    assert streamed.kernels == whole.kernels and len(streamed.kernels) == len(harvest(cache).kernels)

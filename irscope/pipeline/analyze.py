@@ -67,7 +67,7 @@ def scan(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None, s
     `shared`: results of scans made earlier in this process with the same options (`irscope diff`'s
     two sides: a kernel both hold, its files unchanged, is analyzed once); filled as kernels are analyzed.
     """
-    return ScanRun(paths, sass, rules, launches, index, jobs, on_progress, shared).report()
+    return ScanRun(paths, sass, rules, launches, index, jobs, on_progress, shared, stream=True).report()
 
 
 class ScanRun:
@@ -82,45 +82,61 @@ class ScanRun:
     def __init__(self, paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None, sass: bool = False,
                  rules: RuleSelection | None = None, launches: Mapping[str, tuple[Launch, ...]] | None = None,
                  index: bool | str | os.PathLike = False, jobs: int | None = None,
-                 on_progress: ProgressHook | None = None, shared: dict | None = None) -> None:
+                 on_progress: ProgressHook | None = None, shared: dict | None = None, stream: bool = False) -> None:
+        """`stream`: hand each kernel to the workers as the harvest finds it (scan), not once it is done
+        (irscope tui, whose table shows every kernel before the workers compete for the cores)."""
         self.on_progress = on_progress or _no_progress
         self.on_progress(ScanCounts("harvesting"))
-        self.found = harvest(paths)
+        if paths is not None and not isinstance(paths, (str, os.PathLike)):
+            paths = list(paths)  # read twice: for the index's refusal, then by the harvest
         self.sass, self.selection = sass, rules or RuleSelection()
-        launches = launches or {}
-        self.store = None
-        if index:
-            from irscope.model.limits import limits_key
-            from irscope.pipeline.result_index import ResultIndex, default_index_dir, refusal, salt_for
-
-            directory = default_index_dir() if index is True else Path(index)
-            refused = refusal(directory, self.found.roots)
-            if refused:
-                _say(refused)
-            else:
-                self.store = ResultIndex(directory, salt_for(self.selection.rules(),
-                                                             f"sass={sass}|limits={limits_key()}"),
-                                         say=_say)
+        self.launches = launches or {}
+        self.store = None if not index else self._result_index(index, paths)
         self.keys: dict[int, str | None] = {}
         self._held: list[int] = []  # positions whose result the index should hold
         self.shared, self._local, self._known = shared, {}, []
-        todo: list[int] = []
-        self._work: list[Work] = [(k, tuple(self.found.problems.get(k.key, ())), tuple(launches.get(k.hash or "", ())))
-                                  for k in self.found.kernels]
-        for i, (k, problems, recorded) in enumerate(self._work):
-            if shared is not None and not recorded:
-                self._local[i] = local = _identity_key(k, problems)
-                if local is not None and local in shared:
-                    self._known.append(i)
-                    continue
-            if self.store is not None and not recorded:  # a script run's launches make its results one-off
-                self.keys[i] = key = self.store.key(k, repr(problems))
-                if self.store.holds(key):
-                    self._held.append(i)
-                    continue
-            todo.append(i)
-        self._analyses = Analyses([(i, self._work[i]) for i in todo], sass, self.selection, jobs)
+        self._work: dict[int, Work] = {}
+        self._analyses = Analyses([], sass, self.selection, jobs, streaming=True) if stream else None
+        self._todo: list[int] = []
+        self.found = harvest(paths, on_kernel=self._route if stream else None)
+        if not stream:
+            for i, k in enumerate(self.found.kernels):
+                self._route(i, k, tuple(self.found.problems.get(k.key, ())))
+            self._analyses = Analyses([(i, self._work[i]) for i in self._todo], sass, self.selection, jobs)
+        else:
+            self._analyses.finish()
         self.on_progress(ScanCounts("analyzing", len(self._work)))
+
+    def _result_index(self, index: bool | str | os.PathLike, paths) -> object | None:
+        from irscope.model.limits import limits_key
+        from irscope.pipeline.harvester import roots_of
+        from irscope.pipeline.result_index import ResultIndex, default_index_dir, refusal, salt_for
+
+        directory = default_index_dir() if index is True else Path(index)
+        refused = refusal(directory, roots_of(paths))
+        if refused:
+            _say(refused)
+            return None
+        return ResultIndex(directory, salt_for(self.selection.rules(), f"sass={self.sass}|limits={limits_key()}"),
+                           say=_say)
+
+    def _route(self, i: int, k: Kernel, problems: tuple[Problem, ...]) -> None:
+        """Where kernel `i`'s result comes from: this process's earlier scan, the index, or an analysis."""
+        self._work[i] = work = (k, problems, tuple(self.launches.get(k.hash or "", ())))
+        recorded = work[2]
+        if self.shared is not None and not recorded:
+            self._local[i] = local = _identity_key(k, problems)
+            if local is not None and local in self.shared:
+                self._known.append(i)
+                return
+        if self.store is not None and not recorded:  # a script run's launches make its results one-off
+            self.keys[i] = key = self.store.key(k, repr(problems))
+            if self.store.holds(key):
+                self._held.append(i)
+                return
+        self._todo.append(i)
+        if self._analyses is not None:
+            self._analyses.add((i, work))
 
     def results(self) -> Iterator[tuple[int, KernelReport]]:
         self._analyses.start()  # the workers analyze while the index is read here
@@ -232,26 +248,30 @@ class Analyses:
 
     The workers start here, at once; iterating yields (position, KernelReport) as chunks finish.
     A worker that dies (out of memory?) costs speed, not results: what it had is analyzed here.
+    `streaming`: the work comes later, item by item (`add`, then `finish`), and is handed out as it
+    comes, the workers starting with the eighth item.
     """
 
     def __init__(self, work: Sequence[tuple[int, Work]], sass: bool, selection: RuleSelection,
-                 jobs: int | None = None) -> None:
+                 jobs: int | None = None, streaming: bool = False) -> None:
         self.work = list(work)
         self.one = partial(_analyze_one, sass=sass, selection=selection)
-        jobs = min(default_jobs() if jobs is None else max(1, jobs), len(self.work))
+        self.jobs = default_jobs() if jobs is None else max(1, jobs)
         self.pool = None
         self.futures: dict = {}
-        if jobs >= 2 and len(self.work) >= PARALLEL_FROM:
-            self._start(jobs)
+        self.streaming, self._handed = streaming, 0  # work[:_handed] is with the workers
+        self._refused = False  # the pool took no more: the rest is analyzed here
+        if not streaming and min(self.jobs, len(self.work)) >= 2 and len(self.work) >= PARALLEL_FROM:
+            self._start(min(self.jobs, len(self.work)), len(self.work))
 
-    def _start(self, jobs: int) -> None:
+    def _start(self, jobs: int, expected: int) -> None:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
         # fork: the workers inherit the loaded rules (third-party ones included) and start in ms.
         methods = multiprocessing.get_all_start_methods()
         context = multiprocessing.get_context("fork" if "fork" in methods else None)
-        self.chunk_size, self.jobs = max(1, min(16, len(self.work) // (jobs * 4))), jobs
+        self.chunk_size, self.jobs = _chunk_size(expected, jobs), jobs
         try:
             self.pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_gc)
             # Every worker forks on the first submit, here; the work itself is handed out when the
@@ -260,23 +280,49 @@ class Analyses:
         except OSError:  # no worker could start: all of it here
             self.pool = None
 
-    def start(self) -> None:
-        """Hand the work to the workers (once; iterating does it too)."""
-        if self.pool is None or self.futures:
-            return
+    def add(self, item: tuple[int, Work]) -> None:
+        """One more item (streaming): the workers get it in a chunk once the next 2 x jobs items are known
+        (the last 2 x jobs go one a chunk, so that the workers finish together)."""
+        self.work.append(item)
+        if self.pool is None and self.jobs >= 2 and len(self.work) == PARALLEL_FROM:
+            self._start(self.jobs, len(self.work))
+        if self.pool is not None and not self._refused:
+            self.chunk_size = _chunk_size(len(self.work), self.jobs)
+            while len(self.work) - self._handed - self.chunk_size >= 2 * self.jobs:
+                if not self._hand(self._handed, self._handed + self.chunk_size):
+                    break
+
+    def finish(self) -> None:
+        """No more items (streaming): hand out the rest."""
+        if self.pool is not None and not self._refused:
+            base = self._handed
+            for at, end in chunk_bounds(len(self.work) - base, self.chunk_size, self.jobs):
+                if not self._hand(base + at, base + end):
+                    break
+
+    def _hand(self, at: int, end: int) -> bool:
         from concurrent.futures.process import BrokenProcessPool
 
-        size = self.chunk_size
+        chunk = self.work[at:end]
+        try:
+            self.futures[self.pool.submit(_analyze_chunk, [w for _, w in chunk], self.one)] = chunk
+        except (OSError, BrokenProcessPool, RuntimeError):
+            self._refused = True  # what was not handed out is analyzed in this process
+            return False
+        self._handed = end
+        return True
+
+    def start(self) -> None:
+        """Hand the work to the workers (once; iterating does it too)."""
+        if self.pool is None or self.futures or self.streaming:
+            return
         # A family's configs (same kernel name and target) go to one worker together: what they share
         # (layouts, parsed attributes) is then found in that worker's caches. The report's order is the
         # positions', whatever the order of the work.
-        work = sorted(self.work, key=lambda item: (item[1][0].name, _target_name(item[1][0])))
-        try:
-            for at, end in chunk_bounds(len(work), size, self.jobs):
-                chunk = work[at:end]
-                self.futures[self.pool.submit(_analyze_chunk, [w for _, w in chunk], self.one)] = chunk
-        except (OSError, BrokenProcessPool, RuntimeError):
-            pass  # what was not handed out is analyzed in this process
+        self.work.sort(key=lambda item: (item[1][0].name, _target_name(item[1][0])))
+        for at, end in chunk_bounds(len(self.work), self.chunk_size, self.jobs):
+            if not self._hand(at, end):
+                break
 
     def close(self) -> None:
         if self.pool is not None:
@@ -293,8 +339,7 @@ class Analyses:
 
         self.start()
         left = dict(self.futures)
-        handed = {i for chunk in left.values() for i, _ in chunk}
-        rest = [(i, w) for i, w in self.work if i not in handed]
+        rest = self.work[self._handed:]
         try:
             for future in as_completed(self.futures):
                 results = future.result()
@@ -305,6 +350,10 @@ class Analyses:
             self.pool.shutdown(wait=True, cancel_futures=True)
         if rest:
             yield from _collecting(lambda: [(i, self.one(w)) for i, w in rest])
+
+
+def _chunk_size(count: int, jobs: int) -> int:
+    return max(1, min(16, count // (jobs * 4)))
 
 
 def chunk_bounds(count: int, size: int, jobs: int) -> list[tuple[int, int]]:

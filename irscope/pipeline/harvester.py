@@ -24,7 +24,7 @@ import re
 import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from irscope.model.artifact_reader import read_artifact, read_file
 from irscope.model.json_input import OTHER, REPORT, json_kind, not_an_input
@@ -64,27 +64,44 @@ class Harvest:
     skipped: tuple[Skipped, ...] = ()
 
 
-def harvest(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None) -> Harvest:
-    """Every kernel under `paths` (a cache, a dump directory, one hash directory, one file)."""
-    given = None if paths is None else [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-    if given is not None and any(os.fspath(p) == "" for p in given):
-        raise HarvestError(EMPTY_PATH)  # Path("") is ".": an unset variable would scan the working directory
-    roots = [default_cache_dir()] if given is None else [Path(p) for p in given]
+# Told of each kernel as soon as nothing the harvest does later can change it: (its position in
+# Harvest.kernels, the kernel, its harvest problems). A scan hands it to the workers at once.
+KernelSink = Callable[[int, Kernel, tuple[Problem, ...]], None]
+
+
+def harvest(paths: str | os.PathLike | Iterable[str | os.PathLike] | None = None,
+            on_kernel: KernelSink | None = None) -> Harvest:
+    """Every kernel under `paths` (a cache, a dump directory, one hash directory, one file).
+    `on_kernel`, when given, is called with each kernel as it becomes final, in no fixed order."""
+    roots = _root_paths(paths)
     for root in roots:
         _check_root(root)
 
-    collector = _Collector()
+    collector = _Collector(on_kernel)
     for root in roots:
         if root.is_file():
             collector.add_file(root)
         else:
             collector.add_tree(root)
+        collector.tell()
     return Harvest(
         roots=tuple(str(r) for r in roots),
         kernels=tuple(collector.kernels),
         problems={k: tuple(v) for k, v in collector.problems.items()},
         skipped=tuple(collector.skipped),
     )
+
+
+def roots_of(paths: str | os.PathLike | Iterable[str | os.PathLike] | None) -> tuple[str, ...]:
+    """Harvest.roots of a harvest of `paths`, before it is made."""
+    return tuple(str(r) for r in _root_paths(paths))
+
+
+def _root_paths(paths: str | os.PathLike | Iterable[str | os.PathLike] | None) -> list[Path]:
+    given = None if paths is None else [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    if given is not None and any(os.fspath(p) == "" for p in given):
+        raise HarvestError(EMPTY_PATH)  # Path("") is ".": an unset variable would scan the working directory
+    return [default_cache_dir()] if given is None else [Path(p) for p in given]
 
 
 def _check_root(root: Path) -> None:
@@ -102,7 +119,10 @@ def _check_root(root: Path) -> None:
 
 
 class _Collector:
-    def __init__(self) -> None:
+    def __init__(self, on_kernel: KernelSink | None = None) -> None:
+        self.on_kernel = on_kernel
+        self._looked = 0  # kernels[:_looked] were given to on_kernel, or are in _held
+        self._held: list[int] = []  # kernels given at the end of their tree
         self.kernels: list[Kernel] = []
         self.problems: dict[str, list[Problem]] = {}
         self.skipped: list[Skipped] = []
@@ -138,7 +158,31 @@ class _Collector:
                 for d in dirnames:
                     real[os.path.join(dirpath, d)] = os.path.join(parent, d)
             self._add_directory(root, directory, sorted(filenames), bool(in_progress))
+            self._tell_cache_entries()
         self._being_written(first)
+
+    def _tell_cache_entries(self) -> None:
+        """A Triton cache entry is final once its directory is read. A dump-like one waits for the end of
+        its tree: `_being_written` may still find it is a cache entry Triton is writing."""
+        if self.on_kernel is None:
+            return
+        for i in range(self._looked, len(self.kernels)):
+            if self.kernels[i].layout == "triton-cache":
+                self._give(i)
+            else:
+                self._held.append(i)
+        self._looked = len(self.kernels)
+
+    def tell(self) -> None:
+        """Give on_kernel every kernel not given yet (a root is done: they are final)."""
+        if self.on_kernel is not None:
+            for i in self._held + list(range(self._looked, len(self.kernels))):
+                self._give(i)
+        self._held, self._looked = [], len(self.kernels)
+
+    def _give(self, i: int) -> None:
+        k = self.kernels[i]
+        self.on_kernel(i, k, tuple(self.problems.get(k.key, ())))
 
     def _being_written(self, first: int) -> None:
         """IR files alone look like a TRITON_KERNEL_DUMP directory; beside Triton cache entries, such a
