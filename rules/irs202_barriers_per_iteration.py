@@ -134,6 +134,7 @@ class BarriersPerIteration(Rule):
     summary = "3 or more workgroup barriers per loop iteration (2 per K step is the pipelined norm)"
     severity = "info"
     stages = ("ttgir",)
+    quotes_options = ("num_stages",)  # "num_stages=1 allocates the loaded tiles inside the iteration; ..."
 
     def check(self, ctx):
         findings = []

@@ -64,6 +64,7 @@ class LdsLimitedOccupancy(Rule):
     summary = "LDS / shared memory per workgroup limits occupancy: bytes to cut for the next step"
     severity = "warning"
     stages = ("occupancy",)
+    quotes_options = ("num_stages",)  # "fewer num_stages (now 3)"
 
     def check(self, ctx):
         occ = ctx.occupancy

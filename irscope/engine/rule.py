@@ -39,6 +39,10 @@ class Rule:
     # "launch"). The engine runs a rule only on kernels that have all of them.
     stages: ClassVar[tuple[str, ...]]
     backends: ClassVar[tuple[str, ...]] = ("hip", "cuda")
+    # Compile options its findings' text quotes, which never decide whether it fires: kernels whose
+    # files are the same bytes and whose options differ only in these may share a report, unless it
+    # holds this rule's findings (irscope/pipeline/twins.py). tests/test_twins.py holds every rule to it.
+    quotes_options: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)

@@ -16,6 +16,7 @@ from irscope.model.version import __version__
 from irscope.model.artifact_reader import one_read_each
 from irscope.isa.assembly import read_assembly
 from irscope.pipeline.harvester import harvest
+from irscope.pipeline.twins import Twins
 from irscope.isa.mix import instruction_mix
 from irscope.model.launches import Launch
 from irscope.ir.layouts.summary import summarize
@@ -98,6 +99,9 @@ class ScanRun:
         self._work: dict[int, Work] = {}
         self._analyses = Analyses([], sass, self.selection, jobs, streaming=True) if stream else None
         self._todo: list[int] = []
+        self.twins = Twins(self.selection.rules())
+        self._firsts: dict[tuple, int] = {}  # a fingerprint -> the first kernel analyzed with it
+        self._twins: dict[int, list[int]] = {}  # that kernel -> the later ones with its fingerprint
         self.found = harvest(paths, on_kernel=self._route if stream else None)
         if not stream:
             for i, k in enumerate(self.found.kernels):
@@ -134,6 +138,12 @@ class ScanRun:
             if self.store.holds(key):
                 self._held.append(i)
                 return
+        twin_of = self.twins.fingerprint(k, problems, recorded)
+        if twin_of is not None:
+            first = self._firsts.setdefault(twin_of, i)
+            if first != i:  # its report may be the first one's (irscope/pipeline/twins.py)
+                self._twins.setdefault(first, []).append(i)
+                return
         self._todo.append(i)
         if self._analyses is not None:
             self._analyses.add((i, work))
@@ -157,7 +167,20 @@ class ScanRun:
             else:
                 missed.append((i, self._work[i]))
         late = Analyses(missed, self.sass, self.selection, jobs=1)
-        for i, result in itertools.chain(self._analyses, late):
+        unlike: list[int] = []  # suspected twins whose files differ after all
+
+        def analyzed() -> Iterator[tuple[int, KernelReport]]:
+            for i, result in itertools.chain(self._analyses, late):
+                yield i, result
+                for t in self._twins.pop(i, ()):
+                    twin = self.twins.report(result, self._work[i][0], self._work[t][0])
+                    if twin is None:
+                        unlike.append(t)
+                    else:
+                        yield t, twin
+            yield from Analyses([(t, self._work[t]) for t in unlike], self.sass, self.selection, jobs=1)
+
+        for i, result in analyzed():
             if self.store is not None and i in self.keys:
                 self.store.put(self.keys[i], result)
             if self._local.get(i) is not None:
