@@ -23,18 +23,14 @@ from __future__ import annotations
 import dataclasses
 import re
 from functools import lru_cache
-from typing import NamedTuple
 
-from irscope.isa.model import (
-    ASYNC_COPY, BARRIER, BRANCH, GLOBAL_ATOMIC, GLOBAL_LOAD, GLOBAL_STORE, LOCAL_LOAD, LOCAL_STORE, MATRIX,
-    OTHER, SCALAR_LOAD, SHARED_ATOMIC, SHARED_LOAD, SHARED_STORE, VECTOR_ALU, WAIT, Instruction, IsaFunction,
-    IsaProgram, MatrixOp, MemoryAccess, Operand, Unparsed, Wait,
-)
+from irscope.isa.model import Instruction, IsaFunction, IsaProgram, MemoryAccess, Operand, Unparsed, Wait
 from irscope.ir.llvm_ir import SourceLine
 from irscope.model.kernel import Fact, Origin
 from irscope.parsers.asm_source import by_basename, call_sites
 from irscope.model.errors import ArtifactError
 from irscope.parsers.isa_blocks import BlockBuilder
+from irscope.parsers.ptx_opcodes import ptx_class
 from irscope.parsers.ptx_dwarf import DWARF_SECTIONS, inlined_ranges
 
 # 	.file	1 "/tmp/irscope-fixtures/kernels/gemm.py"     (a `"dir" "name"` pair is joined)
@@ -53,55 +49,10 @@ _DEPTH = re.compile(r"Depth=(\d+)")
 # An unclosed `[` or `{` (a cut or broken line) runs to the end of the operands: trying every
 # `[` as a start that never closes made findall quadratic (10 s for a 100,000-character line).
 _ARG = re.compile(r"(?:[^,\[{]|\[[^\]]*(?:\]|$)|\{[^}]*(?:\}|$))+")
-# mma.sync.aligned.m16n8k16...   ldmatrix.sync.aligned.m8n8.x4...
-_SHAPE = re.compile(r"^m(\d+)n(\d+)(?:k(\d+))?$")
 _REG = re.compile(r"%([a-z_]+?)(\d+)$")
 
 _TOP, _PARAMS, _HEADER, _BODY, _DATA = range(5)
 
-# Bytes per element of a PTX type modifier (`.v4.b32` is 4 x 4).
-_TYPE_BYTES = {
-    "b8": 1, "u8": 1, "s8": 1, "e4m3": 1, "e5m2": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2,
-    "e4m3x2": 2, "e5m2x2": 2, "b32": 4, "u32": 4, "s32": 4, "f32": 4, "f16x2": 4, "bf16x2": 4, "tf32": 4,
-    "b64": 8, "u64": 8, "s64": 8, "f64": 8, "f32x2": 8, "b128": 16,
-}
-_MATRIX_TYPES = frozenset(_TYPE_BYTES) | {"s4", "u4", "b1", "e2m1", "e3m2", "e2m3", "f8f6f4"}
-_SPACES = {
-    "global": "global", "shared": "shared", "shared::cta": "shared", "shared::cluster": "shared",
-    "local": "local", "param": "param", "param::entry": "param", "param::func": "param", "const": "const",
-}
-_LOAD_KIND = {"global": GLOBAL_LOAD, "generic": GLOBAL_LOAD, "shared": SHARED_LOAD, "local": LOCAL_LOAD,
-              "param": SCALAR_LOAD, "const": SCALAR_LOAD}
-_STORE_KIND = {"global": GLOBAL_STORE, "generic": GLOBAL_STORE, "shared": SHARED_STORE, "local": LOCAL_STORE}
-_ATOMIC_KIND = {"global": GLOBAL_ATOMIC, "generic": GLOBAL_ATOMIC, "shared": SHARED_ATOMIC}
-
-# PTX ISA instruction names (the part before the first dot) that are arithmetic, logic,
-# conversion, moves and lane exchanges: one VALU-like instruction per thread.
-_ALU_ROOTS = frozenset("""
-    abs activemask add addc and bfe bfi bfind bmsk brev clz cnot copysign cos cvt cvta div dp2a dp4a ex2 fma
-    fns getctarank isspacep istypeof lg2 lop3 mad mad24 madc mapa match max min mov movmatrix mul mul24 neg
-    not or popc prmt rcp redux rem rsqrt sad selp set setp shf shfl shl shr sin slct sqrt sub subc szext tanh
-    testp vabsdiff vadd vmad vmax vmin vote vset vshl vshr vsub xor
-""".split())
-# Known PTX instructions that are neither memory, ALU nor control flow: fences, hints,
-# async-group commits, TMA descriptor edits, elect, calls. An unknown name is Unparsed.
-_OTHER_ROOTS = frozenset("""
-    alloca applypriority brkpt call clusterlaunchcontrol createpolicy discard elect fence griddepcontrol
-    membar multimem nanosleep pmevent prefetch prefetchu setmaxnreg stackrestore stacksave suld suq sured
-    sust tcgen05 tensormap tex tld4 txq
-""".split())
-
-
-class _Op(NamedTuple):
-    """What an opcode alone says; operands fill in cp.async widths and wait counts."""
-
-    kind: str
-    memory: MemoryAccess | None = None
-    matrix: MatrixOp | None = None
-    wait: str | None = None  # counter name; the value is the first operand unless wait_value is set
-    wait_value: int | None = None
-    branch: int = 0  # 1: jump to the first operand; 2: jump to unknown targets; 3: return / exit
-    width_arg: int | None = None  # operand index holding cp.async's cp-size
 
 
 def parse_ptx(text: str, path: str) -> IsaProgram:
@@ -166,7 +117,7 @@ class _Reader:
         # no .loc seen yet; 1: in a block, seen; 0: outside.
         asm = 0
         unparsed = self.unparsed
-        classify = _ptx_class
+        classify = ptx_class
         split_args = _split_args
         lineno = 0
         for lineno, raw in enumerate(text.splitlines(), 1):
@@ -432,114 +383,6 @@ def _cp_async_access(size: str) -> MemoryAccess:
     width = _int(size)
     return MemoryAccess("global", width if width > 0 else None)
 
-
-@lru_cache(maxsize=None)
-def _ptx_class(opcode: str) -> _Op | None:
-    """Kind, memory access, matrix shape, wait counter and branch type of an opcode; None if unknown."""
-    parts = opcode.split(".")
-    root = parts[0]
-    mods = parts[1:]
-    if root in ("ld", "ldu", "st", "atom", "red"):
-        space = next((_SPACES[m] for m in mods if m in _SPACES), "generic")
-        table = _LOAD_KIND if root in ("ld", "ldu") else _STORE_KIND if root == "st" else _ATOMIC_KIND
-        kind = table.get(space)
-        if kind is None:  # st.param: argument passing to a call
-            return _Op(OTHER)
-        return _Op(kind, _access(space, mods))
-    if root == "cp":
-        return _cp_class(opcode, mods)
-    if root in ("ldmatrix", "stmatrix"):
-        return _Op(SHARED_LOAD if root == "ldmatrix" else SHARED_STORE, _matrix_access(mods))
-    if root in ("mma", "wgmma", "wmma", "tcgen05"):
-        if root == "wgmma" and mods and mods[0] != "mma_async":
-            if mods[0] == "wait_group":
-                return _Op(WAIT, wait="wgmma_group")
-            return _Op(OTHER)  # wgmma.fence, wgmma.commit_group
-        if root in ("wmma", "tcgen05") and mods[:1] != ["mma"]:
-            return _Op(OTHER)  # wmma.load/store (Triton never emits them), tcgen05.alloc/ld/st/commit
-        return _Op(MATRIX, matrix=_matrix_op(root, mods))
-    if root in ("bar", "barrier"):
-        return _Op(OTHER if mods[:1] == ["warp"] else BARRIER)  # bar.warp.sync: warp convergence only
-    if root == "mbarrier":
-        # try_wait / test_wait is where threads block for a TMA copy or another warp's arrive
-        if mods and mods[0] in ("try_wait", "test_wait"):
-            return _Op(WAIT, wait="mbarrier", wait_value=0)
-        return _Op(OTHER)
-    if root in ("bra", "brx"):
-        return _Op(BRANCH, branch=1 if root == "bra" else 2)
-    if root in ("ret", "exit", "trap"):
-        return _Op(BRANCH, branch=3)
-    if root in _ALU_ROOTS:
-        return _Op(VECTOR_ALU)
-    if root in _OTHER_ROOTS:
-        return _Op(OTHER)
-    return None
-
-
-def _cp_class(opcode: str, mods: list[str]) -> _Op:
-    # cp.async.cg.shared.global [ %r22 + 0 ], [ %rd39 + 0 ], 0x10, %r24;
-    # cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd2, {%r3, %r4}], [%r5];
-    if mods[:1] == ["reduce"]:
-        return _Op(ASYNC_COPY, MemoryAccess("tensor" if "tensor" in mods else "bulk", None))
-    if mods[:1] != ["async"]:
-        return _Op(OTHER)
-    rest = mods[1:]
-    if not rest:
-        return _Op(OTHER)
-    if rest[0] == "bulk":
-        tail = rest[1:2]
-        if tail == ["commit_group"] or tail[:1] and tail[0].startswith("prefetch"):
-            return _Op(OTHER)
-        if tail == ["wait_group"]:
-            return _Op(WAIT, wait="bulk_group")
-        return _Op(ASYNC_COPY, MemoryAccess("tensor" if "tensor" in rest else "bulk", None))
-    if rest[0] == "wait_group":
-        return _Op(WAIT, wait="async_group")
-    if rest[0] == "wait_all":
-        return _Op(WAIT, wait="async_group", wait_value=0)
-    if rest[0] in ("ca", "cg"):
-        return _Op(ASYNC_COPY, width_arg=2)
-    return _Op(OTHER)  # cp.async.commit_group, cp.async.mbarrier.arrive
-
-
-@lru_cache(maxsize=None)
-def _memory(space: str, width: int | None, signed: bool) -> MemoryAccess:
-    return MemoryAccess(space, width, signed=signed)
-
-
-def _access(space: str, mods: list[str]) -> MemoryAccess:
-    """`ld.global.v4.b32` -> 16 bytes; cache hints (`.L1::evict_last`, `.nc`) do not change it."""
-    vec, elem, signed = 1, None, False
-    for m in mods:
-        if m in _TYPE_BYTES:
-            elem = _TYPE_BYTES[m]
-            signed = m in ("s8", "s16")
-        elif m in ("v2", "v4", "v8"):
-            vec = int(m[1])
-    return _memory(space, None if elem is None else vec * elem, signed)
-
-
-def _matrix_access(mods: list[str]) -> MemoryAccess:
-    """ldmatrix.sync.aligned.m8n8.x4.shared.b16: each thread gets count x m*n*bytes/32 (16 here)."""
-    shape = next((m for m in mods if _SHAPE.match(m)), "m8n8")
-    sm = _SHAPE.match(shape)
-    count = next((int(m[1:]) for m in mods if m in ("x1", "x2", "x4")), 1)
-    elem = next((_TYPE_BYTES[m] for m in mods if m in _TYPE_BYTES), 2)
-    width = count * int(sm[1]) * int(sm[2]) * elem // 32
-    return _memory("shared", width or None, False)
-
-
-def _matrix_op(family: str, mods: list[str]) -> MatrixOp:
-    """`mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32`: types are d, a, b[, c]."""
-    m = n = k = None
-    for mod in mods:
-        sm = _SHAPE.match(mod)
-        if sm and sm[3]:
-            m, n, k = int(sm[1]), int(sm[2]), int(sm[3])
-            break
-    types = [t for t in mods if t in _MATRIX_TYPES] + [None, None, None]
-    in_type = types[1] if types[2] in (None, types[1]) else f"{types[1]}.{types[2]}"
-    return MatrixOp(family, m, n, k, types[0], in_type)
 
 
 _SPECIAL = frozenset("""
