@@ -21,8 +21,10 @@ a body is an `Unparsed(in_code=True)`; only a file with NUL bytes is an Artifact
 from __future__ import annotations
 
 import dataclasses
+import operator
 import re
 from functools import lru_cache
+from itertools import compress, count, repeat
 
 from irscope.isa.model import Instruction, IsaFunction, IsaProgram, MemoryAccess, Operand, Unparsed, Wait
 from irscope.ir.llvm_ir import SourceLine
@@ -30,7 +32,7 @@ from irscope.model.kernel import Fact, Origin
 from irscope.parsers.asm_source import by_basename, call_sites
 from irscope.model.errors import ArtifactError
 from irscope.parsers.isa_blocks import BlockBuilder
-from irscope.parsers.ptx_opcodes import ptx_class
+from irscope.parsers.ptx_opcodes import PtxOp, ptx_class
 from irscope.parsers.ptx_dwarf import DWARF_SECTIONS, inlined_ranges
 
 # 	.file	1 "/tmp/irscope-fixtures/kernels/gemm.py"     (a `"dir" "name"` pair is joined)
@@ -105,8 +107,11 @@ class _Reader:
         data_depth, opened = 0, False
         debug: list[str] | None = None
         name, fline = "", 0
-        instrs: list[Instruction] = []
-        lines: list[int] = []
+        # One tuple per instruction, (line, opcode, operand text, (kind, memory, wait, matrix), source, predicate):
+        # operands are split and Instructions built per function, with C-level map/zip (_instructions).
+        rows: list[tuple] = []
+        # opcode -> (kind, memory, None, matrix) for opcodes whose facts do not depend on their operands
+        plain: dict[str, tuple] = {}
         builder = BlockBuilder()
         scopes: list[_Scope] = []
         depth = 0
@@ -118,7 +123,6 @@ class _Reader:
         asm = 0
         unparsed = self.unparsed
         classify = ptx_class
-        split_args = _split_args
         lineno = 0
         for lineno, raw in enumerate(text.splitlines(), 1):
             s = raw.strip()
@@ -141,7 +145,7 @@ class _Reader:
                         asm = 0
                     hint = _DEPTH.search(s) if "Depth=" in s else None
                     if hint:
-                        builder.hint(len(instrs), int(hint[1]))
+                        builder.hint(len(rows), int(hint[1]))
                     continue
                 if c == "{":
                     depth += 1
@@ -154,7 +158,7 @@ class _Reader:
                         continue
                     while scopes:
                         self._close_scope(scopes, builder)
-                    self._finish(name, fline, instrs, lines, builder)
+                    self._finish(name, fline, rows, builder)
                     state = _TOP
                     continue
                 semi = s.find(";")
@@ -164,7 +168,7 @@ class _Reader:
                         unparsed.append(Unparsed(lineno, raw, "not an instruction, label or directive", True))
                         continue
                     label = m[1]
-                    at = len(instrs)
+                    at = len(rows)
                     if scopes:
                         scopes[-1].labels.add(label)
                         builder.label(f"{label}@{scopes[-1].ident}", at)
@@ -182,33 +186,18 @@ class _Reader:
                     words = words[1].split(None, 1) if len(words) > 1 else [""]
                 opcode = words[0]
                 ops = words[1] if len(words) > 1 else ""
-                op = classify(opcode)
-                if op is None:
-                    unparsed.append(Unparsed(lineno, raw, f"unknown PTX instruction {opcode!r}", True))
-                    continue
-                args = split_args(ops.strip()) if ops else ()
-                index = len(instrs)
-                memory = op.memory
-                if op.width_arg is not None:
-                    memory = _cp_async_access(args[op.width_arg] if len(args) > op.width_arg else "")
-                wait = None
-                if op.wait is not None:
-                    value = op.wait_value if op.wait_value is not None else _int(args[0] if args else "")
-                    wait = _wait(op.wait, value)
-                if op.branch:
-                    conditional = pred is not None
-                    if op.branch == 3:
-                        targets: tuple[str, ...] = ()
-                    elif op.branch == 2:
-                        targets, conditional = (), True  # brx.idx: targets are in a .branchtargets list
+                facts = plain.get(opcode)
+                if facts is None:
+                    op = classify(opcode)
+                    if op is None:
+                        unparsed.append(Unparsed(lineno, raw, f"unknown PTX instruction {opcode!r}", True))
+                        continue
+                    if op.width_arg is None and op.wait is None and not op.branch:
+                        facts = plain[opcode] = (op.kind, op.memory, None, op.matrix)
                     else:
-                        targets = args[:1]
-                    if scopes:
-                        scopes[-1].branches.append((index, targets, conditional))
-                    else:
-                        builder.branch(index, targets, conditional)
-                instrs.append(Instruction(index, lineno, opcode, args, op.kind, memory, wait, op.matrix, source, pred))
-                lines.append(lineno)
+                        facts = self._operand_facts(op, len(rows), _split_args(ops.strip()) if ops else (),
+                                                    pred, scopes, builder)
+                rows.append((lineno, opcode, ops, facts, source, pred))
                 continue
 
             if state == _DATA:
@@ -245,7 +234,7 @@ class _Reader:
                 if s.endswith(";"):  # a declaration: `.extern .func foo(...);`
                     continue
                 name, fline = m[1], lineno
-                instrs, lines, builder, scopes, depth, source = [], [], BlockBuilder(), [], 0, None
+                rows, builder, scopes, depth, source = [], BlockBuilder(), [], 0, None
                 after = s[m.end():]
                 if "(" in after and ")" not in after:
                     state = _PARAMS
@@ -279,13 +268,39 @@ class _Reader:
             while scopes:
                 self._close_scope(scopes, builder)
             unparsed.append(Unparsed(lineno, "", f"truncated: the file ends inside function {name!r}", True))
-            self._finish(name, fline, instrs, lines, builder)
+            self._finish(name, fline, rows, builder)
 
-    def _finish(self, name: str, line: int, instrs: list[Instruction], lines: list[int],
-                builder: BlockBuilder) -> None:
+    def _finish(self, name: str, line: int, rows: list[tuple], builder: BlockBuilder) -> None:
+        lines, instrs = _instructions(rows)
         blocks, labels = builder.build(lines)
-        self.functions.append(IsaFunction(name, line, tuple(instrs), blocks, labels))
+        self.functions.append(IsaFunction(name, line, instrs, blocks, labels))
         self.label_at.append(dict(builder.labels))
+
+    @staticmethod
+    def _operand_facts(op: PtxOp, index: int, args: tuple[str, ...], pred: str | None, scopes: list[_Scope],
+                       builder: BlockBuilder) -> tuple:
+        """(kind, memory, wait, matrix) of an opcode whose operands say more: cp.async's width, a wait's
+        count, a branch's targets (recorded here, in the scope of the inline-asm block it sits in)."""
+        memory = op.memory
+        if op.width_arg is not None:
+            memory = _cp_async_access(args[op.width_arg] if len(args) > op.width_arg else "")
+        wait = None
+        if op.wait is not None:
+            value = op.wait_value if op.wait_value is not None else _int(args[0] if args else "")
+            wait = _wait(op.wait, value)
+        if op.branch:
+            conditional = pred is not None
+            if op.branch == 3:
+                targets: tuple[str, ...] = ()
+            elif op.branch == 2:
+                targets, conditional = (), True  # brx.idx: targets are in a .branchtargets list
+            else:
+                targets = args[:1]
+            if scopes:
+                scopes[-1].branches.append((index, targets, conditional))
+            else:
+                builder.branch(index, targets, conditional)
+        return (op.kind, memory, wait, op.matrix)
 
     def apply_dwarf_inlining(self) -> None:
         """3.0-3.2: the call sites of inlined helpers are only in `.debug_info`, as label ranges."""
@@ -363,6 +378,30 @@ def _split_args(ops: str) -> tuple[str, ...]:
     if "[" not in ops and "{" not in ops:  # then no operand has a space inside
         return tuple(ops.replace(" ", "").replace("\t", "").split(","))
     return tuple(a.strip() for a in _ARG.findall(ops) if not a.isspace())
+
+
+_BRACKET = re.compile(r"[\[{]")
+
+
+def _instructions(rows: list[tuple]) -> tuple[list[int], tuple[Instruction, ...]]:
+    """The lines and Instructions of a function's rows (see `read`), their operands split as
+    _split_args does, built with map/zip over columns: no Python-level call per instruction
+    but for operands with `[` or `{`."""
+    if not rows:
+        return [], ()
+    lines, opcodes, operands, facts, sources, preds = zip(*rows)
+    stripped = list(map(str.strip, operands))
+    # Operand lists without brackets or braces: their spaces and tabs dropped, split at commas, all at once
+    # (operand text has no newline: it is part of one line).
+    cleaned = "\n".join(stripped).replace(" ", "").replace("\t", "").split("\n")
+    args = list(map(tuple, map(str.split, cleaned, repeat(","))))
+    for i in compress(range(len(stripped)), map(_BRACKET.search, stripped)):
+        args[i] = _split_args(stripped[i])
+    for i in compress(range(len(operands)), map(operator.not_, operands)):
+        args[i] = ()
+    kinds, memories, waits, matrices = zip(*facts)
+    columns = zip(count(), lines, opcodes, args, kinds, memories, waits, matrices, sources, preds, repeat(None))
+    return list(lines), tuple(map(tuple.__new__, repeat(Instruction), columns))
 
 
 def _int(token: str) -> int:
