@@ -21,20 +21,18 @@ a body is an `Unparsed(in_code=True)`; only a file with NUL bytes is an Artifact
 from __future__ import annotations
 
 import dataclasses
+import operator
 import re
 from functools import lru_cache
-from typing import NamedTuple
+from itertools import compress, count, repeat
 
-from irscope.isa.model import (
-    ASYNC_COPY, BARRIER, BRANCH, GLOBAL_ATOMIC, GLOBAL_LOAD, GLOBAL_STORE, LOCAL_LOAD, LOCAL_STORE, MATRIX,
-    OTHER, SCALAR_LOAD, SHARED_ATOMIC, SHARED_LOAD, SHARED_STORE, VECTOR_ALU, WAIT, Instruction, IsaFunction,
-    IsaProgram, MatrixOp, MemoryAccess, Operand, Unparsed, Wait,
-)
+from irscope.isa.model import Instruction, IsaFunction, IsaProgram, MemoryAccess, Operand, Unparsed, Wait
 from irscope.ir.llvm_ir import SourceLine
 from irscope.model.kernel import Fact, Origin
 from irscope.parsers.asm_source import by_basename, call_sites
 from irscope.model.errors import ArtifactError
 from irscope.parsers.isa_blocks import BlockBuilder
+from irscope.parsers.ptx_opcodes import PtxOp, ptx_class
 from irscope.parsers.ptx_dwarf import DWARF_SECTIONS, inlined_ranges
 
 # 	.file	1 "/tmp/irscope-fixtures/kernels/gemm.py"     (a `"dir" "name"` pair is joined)
@@ -53,55 +51,10 @@ _DEPTH = re.compile(r"Depth=(\d+)")
 # An unclosed `[` or `{` (a cut or broken line) runs to the end of the operands: trying every
 # `[` as a start that never closes made findall quadratic (10 s for a 100,000-character line).
 _ARG = re.compile(r"(?:[^,\[{]|\[[^\]]*(?:\]|$)|\{[^}]*(?:\}|$))+")
-# mma.sync.aligned.m16n8k16...   ldmatrix.sync.aligned.m8n8.x4...
-_SHAPE = re.compile(r"^m(\d+)n(\d+)(?:k(\d+))?$")
 _REG = re.compile(r"%([a-z_]+?)(\d+)$")
 
 _TOP, _PARAMS, _HEADER, _BODY, _DATA = range(5)
 
-# Bytes per element of a PTX type modifier (`.v4.b32` is 4 x 4).
-_TYPE_BYTES = {
-    "b8": 1, "u8": 1, "s8": 1, "e4m3": 1, "e5m2": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2,
-    "e4m3x2": 2, "e5m2x2": 2, "b32": 4, "u32": 4, "s32": 4, "f32": 4, "f16x2": 4, "bf16x2": 4, "tf32": 4,
-    "b64": 8, "u64": 8, "s64": 8, "f64": 8, "f32x2": 8, "b128": 16,
-}
-_MATRIX_TYPES = frozenset(_TYPE_BYTES) | {"s4", "u4", "b1", "e2m1", "e3m2", "e2m3", "f8f6f4"}
-_SPACES = {
-    "global": "global", "shared": "shared", "shared::cta": "shared", "shared::cluster": "shared",
-    "local": "local", "param": "param", "param::entry": "param", "param::func": "param", "const": "const",
-}
-_LOAD_KIND = {"global": GLOBAL_LOAD, "generic": GLOBAL_LOAD, "shared": SHARED_LOAD, "local": LOCAL_LOAD,
-              "param": SCALAR_LOAD, "const": SCALAR_LOAD}
-_STORE_KIND = {"global": GLOBAL_STORE, "generic": GLOBAL_STORE, "shared": SHARED_STORE, "local": LOCAL_STORE}
-_ATOMIC_KIND = {"global": GLOBAL_ATOMIC, "generic": GLOBAL_ATOMIC, "shared": SHARED_ATOMIC}
-
-# PTX ISA instruction names (the part before the first dot) that are arithmetic, logic,
-# conversion, moves and lane exchanges: one VALU-like instruction per thread.
-_ALU_ROOTS = frozenset("""
-    abs activemask add addc and bfe bfi bfind bmsk brev clz cnot copysign cos cvt cvta div dp2a dp4a ex2 fma
-    fns getctarank isspacep istypeof lg2 lop3 mad mad24 madc mapa match max min mov movmatrix mul mul24 neg
-    not or popc prmt rcp redux rem rsqrt sad selp set setp shf shfl shl shr sin slct sqrt sub subc szext tanh
-    testp vabsdiff vadd vmad vmax vmin vote vset vshl vshr vsub xor
-""".split())
-# Known PTX instructions that are neither memory, ALU nor control flow: fences, hints,
-# async-group commits, TMA descriptor edits, elect, calls. An unknown name is Unparsed.
-_OTHER_ROOTS = frozenset("""
-    alloca applypriority brkpt call clusterlaunchcontrol createpolicy discard elect fence griddepcontrol
-    membar multimem nanosleep pmevent prefetch prefetchu setmaxnreg stackrestore stacksave suld suq sured
-    sust tcgen05 tensormap tex tld4 txq
-""".split())
-
-
-class _Op(NamedTuple):
-    """What an opcode alone says; operands fill in cp.async widths and wait counts."""
-
-    kind: str
-    memory: MemoryAccess | None = None
-    matrix: MatrixOp | None = None
-    wait: str | None = None  # counter name; the value is the first operand unless wait_value is set
-    wait_value: int | None = None
-    branch: int = 0  # 1: jump to the first operand; 2: jump to unknown targets; 3: return / exit
-    width_arg: int | None = None  # operand index holding cp.async's cp-size
 
 
 def parse_ptx(text: str, path: str) -> IsaProgram:
@@ -154,8 +107,11 @@ class _Reader:
         data_depth, opened = 0, False
         debug: list[str] | None = None
         name, fline = "", 0
-        instrs: list[Instruction] = []
-        lines: list[int] = []
+        # One tuple per instruction, (line, opcode, operand text, (kind, memory, wait, matrix), source, predicate):
+        # operands are split and Instructions built per function, with C-level map/zip (_instructions).
+        rows: list[tuple] = []
+        # opcode -> (kind, memory, None, matrix) for opcodes whose facts do not depend on their operands
+        plain: dict[str, tuple] = {}
         builder = BlockBuilder()
         scopes: list[_Scope] = []
         depth = 0
@@ -166,8 +122,7 @@ class _Reader:
         # no .loc seen yet; 1: in a block, seen; 0: outside.
         asm = 0
         unparsed = self.unparsed
-        classify = _ptx_class
-        split_args = _split_args
+        classify = ptx_class
         lineno = 0
         for lineno, raw in enumerate(text.splitlines(), 1):
             s = raw.strip()
@@ -190,7 +145,7 @@ class _Reader:
                         asm = 0
                     hint = _DEPTH.search(s) if "Depth=" in s else None
                     if hint:
-                        builder.hint(len(instrs), int(hint[1]))
+                        builder.hint(len(rows), int(hint[1]))
                     continue
                 if c == "{":
                     depth += 1
@@ -203,7 +158,7 @@ class _Reader:
                         continue
                     while scopes:
                         self._close_scope(scopes, builder)
-                    self._finish(name, fline, instrs, lines, builder)
+                    self._finish(name, fline, rows, builder)
                     state = _TOP
                     continue
                 semi = s.find(";")
@@ -213,7 +168,7 @@ class _Reader:
                         unparsed.append(Unparsed(lineno, raw, "not an instruction, label or directive", True))
                         continue
                     label = m[1]
-                    at = len(instrs)
+                    at = len(rows)
                     if scopes:
                         scopes[-1].labels.add(label)
                         builder.label(f"{label}@{scopes[-1].ident}", at)
@@ -231,33 +186,18 @@ class _Reader:
                     words = words[1].split(None, 1) if len(words) > 1 else [""]
                 opcode = words[0]
                 ops = words[1] if len(words) > 1 else ""
-                op = classify(opcode)
-                if op is None:
-                    unparsed.append(Unparsed(lineno, raw, f"unknown PTX instruction {opcode!r}", True))
-                    continue
-                args = split_args(ops.strip()) if ops else ()
-                index = len(instrs)
-                memory = op.memory
-                if op.width_arg is not None:
-                    memory = _cp_async_access(args[op.width_arg] if len(args) > op.width_arg else "")
-                wait = None
-                if op.wait is not None:
-                    value = op.wait_value if op.wait_value is not None else _int(args[0] if args else "")
-                    wait = _wait(op.wait, value)
-                if op.branch:
-                    conditional = pred is not None
-                    if op.branch == 3:
-                        targets: tuple[str, ...] = ()
-                    elif op.branch == 2:
-                        targets, conditional = (), True  # brx.idx: targets are in a .branchtargets list
+                facts = plain.get(opcode)
+                if facts is None:
+                    op = classify(opcode)
+                    if op is None:
+                        unparsed.append(Unparsed(lineno, raw, f"unknown PTX instruction {opcode!r}", True))
+                        continue
+                    if op.width_arg is None and op.wait is None and not op.branch:
+                        facts = plain[opcode] = (op.kind, op.memory, None, op.matrix)
                     else:
-                        targets = args[:1]
-                    if scopes:
-                        scopes[-1].branches.append((index, targets, conditional))
-                    else:
-                        builder.branch(index, targets, conditional)
-                instrs.append(Instruction(index, lineno, opcode, args, op.kind, memory, wait, op.matrix, source, pred))
-                lines.append(lineno)
+                        facts = self._operand_facts(op, len(rows), _split_args(ops.strip()) if ops else (),
+                                                    pred, scopes, builder)
+                rows.append((lineno, opcode, ops, facts, source, pred))
                 continue
 
             if state == _DATA:
@@ -294,7 +234,7 @@ class _Reader:
                 if s.endswith(";"):  # a declaration: `.extern .func foo(...);`
                     continue
                 name, fline = m[1], lineno
-                instrs, lines, builder, scopes, depth, source = [], [], BlockBuilder(), [], 0, None
+                rows, builder, scopes, depth, source = [], BlockBuilder(), [], 0, None
                 after = s[m.end():]
                 if "(" in after and ")" not in after:
                     state = _PARAMS
@@ -328,13 +268,39 @@ class _Reader:
             while scopes:
                 self._close_scope(scopes, builder)
             unparsed.append(Unparsed(lineno, "", f"truncated: the file ends inside function {name!r}", True))
-            self._finish(name, fline, instrs, lines, builder)
+            self._finish(name, fline, rows, builder)
 
-    def _finish(self, name: str, line: int, instrs: list[Instruction], lines: list[int],
-                builder: BlockBuilder) -> None:
+    def _finish(self, name: str, line: int, rows: list[tuple], builder: BlockBuilder) -> None:
+        lines, instrs = _instructions(rows)
         blocks, labels = builder.build(lines)
-        self.functions.append(IsaFunction(name, line, tuple(instrs), blocks, labels))
+        self.functions.append(IsaFunction(name, line, instrs, blocks, labels))
         self.label_at.append(dict(builder.labels))
+
+    @staticmethod
+    def _operand_facts(op: PtxOp, index: int, args: tuple[str, ...], pred: str | None, scopes: list[_Scope],
+                       builder: BlockBuilder) -> tuple:
+        """(kind, memory, wait, matrix) of an opcode whose operands say more: cp.async's width, a wait's
+        count, a branch's targets (recorded here, in the scope of the inline-asm block it sits in)."""
+        memory = op.memory
+        if op.width_arg is not None:
+            memory = _cp_async_access(args[op.width_arg] if len(args) > op.width_arg else "")
+        wait = None
+        if op.wait is not None:
+            value = op.wait_value if op.wait_value is not None else _int(args[0] if args else "")
+            wait = _wait(op.wait, value)
+        if op.branch:
+            conditional = pred is not None
+            if op.branch == 3:
+                targets: tuple[str, ...] = ()
+            elif op.branch == 2:
+                targets, conditional = (), True  # brx.idx: targets are in a .branchtargets list
+            else:
+                targets = args[:1]
+            if scopes:
+                scopes[-1].branches.append((index, targets, conditional))
+            else:
+                builder.branch(index, targets, conditional)
+        return (op.kind, memory, wait, op.matrix)
 
     def apply_dwarf_inlining(self) -> None:
         """3.0-3.2: the call sites of inlined helpers are only in `.debug_info`, as label ranges."""
@@ -414,6 +380,30 @@ def _split_args(ops: str) -> tuple[str, ...]:
     return tuple(a.strip() for a in _ARG.findall(ops) if not a.isspace())
 
 
+_BRACKET = re.compile(r"[\[{]")
+
+
+def _instructions(rows: list[tuple]) -> tuple[list[int], tuple[Instruction, ...]]:
+    """The lines and Instructions of a function's rows (see `read`), their operands split as
+    _split_args does, built with map/zip over columns: no Python-level call per instruction
+    but for operands with `[` or `{`."""
+    if not rows:
+        return [], ()
+    lines, opcodes, operands, facts, sources, preds = zip(*rows)
+    stripped = list(map(str.strip, operands))
+    # Operand lists without brackets or braces: their spaces and tabs dropped, split at commas, all at once
+    # (operand text has no newline: it is part of one line).
+    cleaned = "\n".join(stripped).replace(" ", "").replace("\t", "").split("\n")
+    args = list(map(tuple, map(str.split, cleaned, repeat(","))))
+    for i in compress(range(len(stripped)), map(_BRACKET.search, stripped)):
+        args[i] = _split_args(stripped[i])
+    for i in compress(range(len(operands)), map(operator.not_, operands)):
+        args[i] = ()
+    kinds, memories, waits, matrices = zip(*facts)
+    columns = zip(count(), lines, opcodes, args, kinds, memories, waits, matrices, sources, preds, repeat(None))
+    return list(lines), tuple(map(tuple.__new__, repeat(Instruction), columns))
+
+
 def _int(token: str) -> int:
     try:
         return int(token, 0)
@@ -432,114 +422,6 @@ def _cp_async_access(size: str) -> MemoryAccess:
     width = _int(size)
     return MemoryAccess("global", width if width > 0 else None)
 
-
-@lru_cache(maxsize=None)
-def _ptx_class(opcode: str) -> _Op | None:
-    """Kind, memory access, matrix shape, wait counter and branch type of an opcode; None if unknown."""
-    parts = opcode.split(".")
-    root = parts[0]
-    mods = parts[1:]
-    if root in ("ld", "ldu", "st", "atom", "red"):
-        space = next((_SPACES[m] for m in mods if m in _SPACES), "generic")
-        table = _LOAD_KIND if root in ("ld", "ldu") else _STORE_KIND if root == "st" else _ATOMIC_KIND
-        kind = table.get(space)
-        if kind is None:  # st.param: argument passing to a call
-            return _Op(OTHER)
-        return _Op(kind, _access(space, mods))
-    if root == "cp":
-        return _cp_class(opcode, mods)
-    if root in ("ldmatrix", "stmatrix"):
-        return _Op(SHARED_LOAD if root == "ldmatrix" else SHARED_STORE, _matrix_access(mods))
-    if root in ("mma", "wgmma", "wmma", "tcgen05"):
-        if root == "wgmma" and mods and mods[0] != "mma_async":
-            if mods[0] == "wait_group":
-                return _Op(WAIT, wait="wgmma_group")
-            return _Op(OTHER)  # wgmma.fence, wgmma.commit_group
-        if root in ("wmma", "tcgen05") and mods[:1] != ["mma"]:
-            return _Op(OTHER)  # wmma.load/store (Triton never emits them), tcgen05.alloc/ld/st/commit
-        return _Op(MATRIX, matrix=_matrix_op(root, mods))
-    if root in ("bar", "barrier"):
-        return _Op(OTHER if mods[:1] == ["warp"] else BARRIER)  # bar.warp.sync: warp convergence only
-    if root == "mbarrier":
-        # try_wait / test_wait is where threads block for a TMA copy or another warp's arrive
-        if mods and mods[0] in ("try_wait", "test_wait"):
-            return _Op(WAIT, wait="mbarrier", wait_value=0)
-        return _Op(OTHER)
-    if root in ("bra", "brx"):
-        return _Op(BRANCH, branch=1 if root == "bra" else 2)
-    if root in ("ret", "exit", "trap"):
-        return _Op(BRANCH, branch=3)
-    if root in _ALU_ROOTS:
-        return _Op(VECTOR_ALU)
-    if root in _OTHER_ROOTS:
-        return _Op(OTHER)
-    return None
-
-
-def _cp_class(opcode: str, mods: list[str]) -> _Op:
-    # cp.async.cg.shared.global [ %r22 + 0 ], [ %rd39 + 0 ], 0x10, %r24;
-    # cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd2, {%r3, %r4}], [%r5];
-    if mods[:1] == ["reduce"]:
-        return _Op(ASYNC_COPY, MemoryAccess("tensor" if "tensor" in mods else "bulk", None))
-    if mods[:1] != ["async"]:
-        return _Op(OTHER)
-    rest = mods[1:]
-    if not rest:
-        return _Op(OTHER)
-    if rest[0] == "bulk":
-        tail = rest[1:2]
-        if tail == ["commit_group"] or tail[:1] and tail[0].startswith("prefetch"):
-            return _Op(OTHER)
-        if tail == ["wait_group"]:
-            return _Op(WAIT, wait="bulk_group")
-        return _Op(ASYNC_COPY, MemoryAccess("tensor" if "tensor" in rest else "bulk", None))
-    if rest[0] == "wait_group":
-        return _Op(WAIT, wait="async_group")
-    if rest[0] == "wait_all":
-        return _Op(WAIT, wait="async_group", wait_value=0)
-    if rest[0] in ("ca", "cg"):
-        return _Op(ASYNC_COPY, width_arg=2)
-    return _Op(OTHER)  # cp.async.commit_group, cp.async.mbarrier.arrive
-
-
-@lru_cache(maxsize=None)
-def _memory(space: str, width: int | None, signed: bool) -> MemoryAccess:
-    return MemoryAccess(space, width, signed=signed)
-
-
-def _access(space: str, mods: list[str]) -> MemoryAccess:
-    """`ld.global.v4.b32` -> 16 bytes; cache hints (`.L1::evict_last`, `.nc`) do not change it."""
-    vec, elem, signed = 1, None, False
-    for m in mods:
-        if m in _TYPE_BYTES:
-            elem = _TYPE_BYTES[m]
-            signed = m in ("s8", "s16")
-        elif m in ("v2", "v4", "v8"):
-            vec = int(m[1])
-    return _memory(space, None if elem is None else vec * elem, signed)
-
-
-def _matrix_access(mods: list[str]) -> MemoryAccess:
-    """ldmatrix.sync.aligned.m8n8.x4.shared.b16: each thread gets count x m*n*bytes/32 (16 here)."""
-    shape = next((m for m in mods if _SHAPE.match(m)), "m8n8")
-    sm = _SHAPE.match(shape)
-    count = next((int(m[1:]) for m in mods if m in ("x1", "x2", "x4")), 1)
-    elem = next((_TYPE_BYTES[m] for m in mods if m in _TYPE_BYTES), 2)
-    width = count * int(sm[1]) * int(sm[2]) * elem // 32
-    return _memory("shared", width or None, False)
-
-
-def _matrix_op(family: str, mods: list[str]) -> MatrixOp:
-    """`mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32`: types are d, a, b[, c]."""
-    m = n = k = None
-    for mod in mods:
-        sm = _SHAPE.match(mod)
-        if sm and sm[3]:
-            m, n, k = int(sm[1]), int(sm[2]), int(sm[3])
-            break
-    types = [t for t in mods if t in _MATRIX_TYPES] + [None, None, None]
-    in_type = types[1] if types[2] in (None, types[1]) else f"{types[1]}.{types[2]}"
-    return MatrixOp(family, m, n, k, types[0], in_type)
 
 
 _SPECIAL = frozenset("""
