@@ -321,6 +321,8 @@ class _Paths:
         self._cycle_sums: list[int] | None = None
         self._trees: dict[tuple[int, int], tuple[dict[int, int], dict[int, int | None]]] = {}
         self._successors: list[tuple[int, ...]] | None = None
+        self._inside_successors: dict[int, list[tuple[int, ...]]] = {}
+        self._sizes: list[int] | None = None
 
     def segments(self, start: int, end: int, blocks, limit: int | None = None) -> list[tuple[int, int]] | None:
         """Ranges of the instructions executed strictly between `start` and `end` on the shortest
@@ -330,6 +332,7 @@ class _Paths:
         src, dst = fn.blocks[self.block[start]], fn.blocks[self.block[end]]
         if src.index == dst.index and start < end:
             return [(start + 1, end)]
+        bound = limit  # the searches for this limit need not go past it (_chain)
         if limit is not None:
             # The two ends count too; and a load whose block is too far from the wait's, as one
             # backward search from the wait finds for all its loads, needs no search of its own.
@@ -340,7 +343,7 @@ class _Paths:
                 return None
         key = (src.index, dst.index, id(blocks), limit)
         if key not in self._chains:
-            self._chains[key] = self._chain(src, dst, blocks, limit)
+            self._chains[key] = self._chain(src, dst, blocks, limit, bound)
         chain = self._chains[key]
         if chain is None:
             return None
@@ -410,16 +413,17 @@ class _Paths:
             return (block.index + 1,)
         return block.successors
 
-    def _chain(self, src, dst, blocks, limit: int | None) -> list[int] | None:
+    def _chain(self, src, dst, blocks, limit: int | None, bound: int | None) -> list[int] | None:
         """The blocks strictly between `src` and `dst` on the shortest path inside `blocks`; None
         if there is none of fewer than `limit` instructions in all. A search with a limit pops, in the
         same order, every entry shorter than it that the whole search pops (ties broken alike), and
-        reaches `dst` exactly when the whole search reaches it in fewer: so one whole search from
-        `src` answers for every `dst` and limit (a long loop asked thousands of times)."""
-        key = (src.index, id(blocks))
+        reaches `dst` exactly when the whole search reaches it in fewer: so one search from `src`, cut
+        at `bound` (at least every `limit` it answers for), answers for every `dst` and limit (a long
+        loop asked thousands of times; the cut spares walking a loop of hundreds of blocks from each)."""
+        key = (src.index, id(blocks), bound)
         tree = self._trees.get(key)
         if tree is None:
-            tree = self._trees[key] = self._shortest_from(src, blocks)
+            tree = self._trees[key] = self._shortest_from(src, blocks, bound)
         best, came = tree
         reached = best.get(dst.index)
         if reached is None or (limit is not None and reached >= limit):
@@ -430,24 +434,39 @@ class _Paths:
             b = came[b]
         return chain[::-1]
 
-    def _shortest_from(self, src, blocks) -> tuple[dict[int, int], dict[int, int | None]]:
+    def _inside(self, blocks) -> list[tuple[int, ...]]:
+        """Each block's taken successors that are in `blocks` (a loop), worked out once per loop."""
+        key = id(blocks)
+        inside = self._inside_successors.get(key)
+        if inside is None:
+            if self._successors is None:
+                self._successors = [self._taken(b) for b in self.fn.blocks]
+            inside = self._inside_successors[key] = [tuple(s for s in succ if s in blocks)
+                                                     for succ in self._successors]
+        return inside
+
+    def _shortest_from(self, src, blocks, bound: int | None) -> tuple[dict[int, int], dict[int, int | None]]:
         """Dijkstra from `src`'s successors over `blocks`: each block's distance (the instructions of the
-        blocks before it) and the block it is reached from (None: a successor of `src`)."""
-        fn = self.fn
-        if self._successors is None:
-            self._successors = [self._taken(b) for b in fn.blocks]
-        successors = self._successors
+        blocks before it) and the block it is reached from (None: a successor of `src`), for the blocks
+        nearer than `bound` (all with None). Block sizes are not negative, so the entries come off the
+        heap in ascending order, and those under `bound` come off as in the uncut search."""
+        successors = self._inside(blocks)
+        if self._sizes is None:
+            self._sizes = [b.end - b.start for b in self.fn.blocks]
+        sizes = self._sizes
         best: dict[int, int] = {}
         came: dict[int, int | None] = {}
-        heap = [(0, s, -1) for s in successors[src.index] if s in blocks]
+        heap = [(0, s, -1) for s in successors[src.index]]
+        pop, push = heapq.heappop, heapq.heappush
         while heap:
-            d, b, prev = heapq.heappop(heap)
+            d, b, prev = pop(heap)
             if b in best:
                 continue
             best[b], came[b] = d, (None if prev < 0 else prev)
-            block = fn.blocks[b]
-            nd = d + block.end - block.start
+            nd = d + sizes[b]
+            if bound is not None and nd >= bound:
+                continue
             for s in successors[b]:
-                if s in blocks and s not in best:
-                    heapq.heappush(heap, (nd, s, b))
+                if s not in best:
+                    push(heap, (nd, s, b))
         return best, came

@@ -117,11 +117,12 @@ def waits(fn: IsaFunction, arch: str | None, graph: FunctionGraph | None = None)
         recorded[b] = found
         for s in fn.blocks[b].successors:
             before = entry.get(s)
-            merged = _merge(before, out)
+            seen = visits.get(s, 0)
+            # Widening (after a few changes) is done in the same pass as the join: it changes only
+            # positions the join grew, so whether the entry changed does not depend on it.
+            merged = _merge(before, out, limits if seen >= _WIDEN_AFTER else None)
             if merged is not before:
-                visits[s] = visits.get(s, 0) + 1
-                if visits[s] > _WIDEN_AFTER:
-                    merged = _widen(entry.get(s, {}), merged, limits)
+                visits[s] = seen + 1
                 entry[s] = merged
                 if s not in queued:
                     queued.add(s)
@@ -132,9 +133,19 @@ def waits(fn: IsaFunction, arch: str | None, graph: FunctionGraph | None = None)
     pairs = [(w, counter, value, outstanding, sorted(waited))
              for (w, counter), (value, outstanding, waited) in sorted(found.items())]
     distances = _Distances(fn, [(i, w) for w, _, _, _, waited in pairs for i in waited])
-    return tuple(CounterWait(w, counter, value, outstanding,
-                             tuple(WaitedOp(i, distances.between(i, w)) for i in waited))
-                 for w, counter, value, outstanding, waited in pairs)
+    between = distances.between
+    made: dict[tuple[int, int], WaitedOp] = {}  # immutable, so one per (operation, distance)
+    out = []
+    for w, counter, value, outstanding, waited in pairs:
+        ops_waited = []
+        for i in waited:
+            key = (i, between(i, w))
+            op = made.get(key)
+            if op is None:
+                op = made[key] = WaitedOp(*key)
+            ops_waited.append(op)
+        out.append(CounterWait(w, counter, value, outstanding, tuple(ops_waited)))
+    return tuple(out)
 
 
 # arch -> {opcode: (kind, counters it issues)}; a corpus has a few thousand opcodes.
@@ -226,8 +237,10 @@ def _record(found, i: int, counter: str, value: int, deepest: int, waited) -> No
         found[(i, counter)] = (value, max(old[1], deepest), old[2])
 
 
-def _merge(a: Queues | None, b: Queues) -> Queues:
+def _merge(a: Queues | None, b: Queues, widen_limits=None) -> Queues:
     """`a` joined with `b`; `a` itself when that adds nothing to it (the caller's test for a change).
+    With `widen_limits`, a position of an operation in `a` that the join moves up goes straight to
+    the counter's limit instead (positions still growing after a few trips round a loop).
 
     Queue dicts are never changed once built (_run_block copies before it writes), so the
     result shares them with `a` and `b`."""
@@ -244,9 +257,15 @@ def _merge(a: Queues | None, b: Queues) -> Queues:
             continue
         else:
             theirs = queue.get
-            merged = {op: mo if (qo := theirs(op)) is None or qo == mo else
-                      (mo[0] if mo[0] < qo[0] else qo[0], mo[1] if mo[1] > qo[1] else qo[1])
-                      for op, mo in mine.items()}
+            if widen_limits is None:
+                merged = {op: mo if (qo := theirs(op)) is None or qo == mo else
+                          (mo[0] if mo[0] < qo[0] else qo[0], mo[1] if mo[1] > qo[1] else qo[1])
+                          for op, mo in mine.items()}
+            else:
+                top = widen_limits.get(counter, 63) - 1
+                merged = {op: mo if (qo := theirs(op)) is None or qo == mo else
+                          (mo[0] if mo[0] < qo[0] else qo[0], mo[1] if mo[1] >= qo[1] else top)
+                          for op, mo in mine.items()}
             for op in queue.keys() - mine.keys():
                 merged[op] = queue[op]
             if merged == mine:
@@ -255,16 +274,6 @@ def _merge(a: Queues | None, b: Queues) -> Queues:
             out = dict(a)
         out[counter] = merged
     return a if out is None else out
-
-
-def _widen(old: Queues, new: Queues, limits) -> Queues:
-    """Positions still growing after a few trips round a loop go straight to the limit."""
-    out = {}
-    for counter, queue in new.items():
-        before = old.get(counter, {})
-        top = limits.get(counter, 63) - 1
-        out[counter] = {op: (lo, top if op in before and hi > before[op][1] else hi) for op, (lo, hi) in queue.items()}
-    return out
 
 
 def _reverse_postorder(fn: IsaFunction) -> list[int]:
