@@ -6,6 +6,9 @@ import heapq
 import os
 import re
 from bisect import bisect_left
+from functools import lru_cache
+from itertools import accumulate
+from operator import attrgetter
 from dataclasses import dataclass
 
 from irscope.ir.mlir import DOT_OPS, canonical_op_name
@@ -297,6 +300,16 @@ def _cycles(instr) -> int:
     return ISSUE_CYCLES
 
 
+_CYCLE_FIELDS = attrgetter("kind", "opcode", "wait")
+
+
+@lru_cache(maxsize=4096)
+def _cycles_of(fields: tuple[str, str, isa.Wait | None]) -> int:
+    """_cycles by (kind, opcode, wait), all immutable: a kernel has a few hundred distinct ones."""
+    kind, opcode, wait = fields
+    return _cycles(isa.Instruction(0, 0, opcode, (), kind, wait=wait))
+
+
 def _drains(instr, counter: WaitCounter) -> bool:
     return instr.wait is not None and instr.wait.get(counter) == 0
 
@@ -352,12 +365,14 @@ class _Paths:
     def cycles_in(self, segments: list[tuple[int, int]]) -> int:
         """The work (_cycles) of the instructions in the ranges, from running sums made once per function:
         a loop of 9,000 instructions asked for the same sums thousands of times (a third of this rule)."""
-        if self._cycle_sums is None:
-            sums = self._cycle_sums = [0]
-            for instr in self.fn.instructions:
-                sums.append(sums[-1] + _cycles(instr))
         sums = self._cycle_sums
-        return sum(sums[b] - sums[a] for a, b in segments if b > a)
+        if sums is None:
+            sums = self._cycle_sums = [0, *accumulate(map(_cycles_of, map(_CYCLE_FIELDS, self.fn.instructions)))]
+        total = 0
+        for a, b in segments:
+            if b > a:
+                total += sums[b] - sums[a]
+        return total
 
     def between(self, start: int, end: int, blocks) -> list[int] | None:
         """Instructions executed strictly between `start` and `end` on the shortest path, or None."""
@@ -370,7 +385,10 @@ class _Paths:
         if at is None:
             at = self._drains[counter] = [i.index for i in self.fn.instructions
                                           if i.wait is not None and i.wait.get(counter) == 0]  # _drains(i)
-        return any(bisect_left(at, a) < bisect_left(at, b) for a, b in segments)
+        for a, b in segments:
+            if bisect_left(at, a) < bisect_left(at, b):
+                return True
+        return False
 
     def _near_blocks(self, dst: int, blocks, budget: int) -> dict[int, int]:
         """Blocks inside `blocks` whose end is fewer than `budget` instructions before the start
