@@ -157,7 +157,11 @@ class AmdgcnParser:
                         stale = True
                     continue
                 if line[-1] == ":" and fn is not None and " " not in line and "\t" not in line:
-                    self._label(line[:-1], line, lineno)  # `.Ltmp3:`, `.LBB0_2:`
+                    name = line[:-1]
+                    if name.startswith(".Ltmp") and "=" not in name and name not in self.function_names:
+                        fn.blocks.labels[name] = index  # a debug range mark: _label without its checks
+                        continue
+                    self._label(name, line, lineno)  # `.LBB0_2:`
                 elif line[:5] in _INERT and ":" not in line and not self.in_descriptor:
                     continue  # `.byte`, `.cfi_*`, `.p2align`, ...: the debug sections are full of them
                 else:

@@ -6,6 +6,9 @@ import heapq
 import os
 import re
 from bisect import bisect_left
+from functools import lru_cache
+from itertools import accumulate
+from operator import attrgetter
 from dataclasses import dataclass
 
 from irscope.ir.mlir import DOT_OPS, canonical_op_name
@@ -297,6 +300,16 @@ def _cycles(instr) -> int:
     return ISSUE_CYCLES
 
 
+_CYCLE_FIELDS = attrgetter("kind", "opcode", "wait")
+
+
+@lru_cache(maxsize=4096)
+def _cycles_of(fields: tuple[str, str, isa.Wait | None]) -> int:
+    """_cycles by (kind, opcode, wait), all immutable: a kernel has a few hundred distinct ones."""
+    kind, opcode, wait = fields
+    return _cycles(isa.Instruction(0, 0, opcode, (), kind, wait=wait))
+
+
 def _drains(instr, counter: WaitCounter) -> bool:
     return instr.wait is not None and instr.wait.get(counter) == 0
 
@@ -321,6 +334,8 @@ class _Paths:
         self._cycle_sums: list[int] | None = None
         self._trees: dict[tuple[int, int], tuple[dict[int, int], dict[int, int | None]]] = {}
         self._successors: list[tuple[int, ...]] | None = None
+        self._inside_successors: dict[int, list[tuple[int, ...]]] = {}
+        self._sizes: list[int] | None = None
 
     def segments(self, start: int, end: int, blocks, limit: int | None = None) -> list[tuple[int, int]] | None:
         """Ranges of the instructions executed strictly between `start` and `end` on the shortest
@@ -330,6 +345,7 @@ class _Paths:
         src, dst = fn.blocks[self.block[start]], fn.blocks[self.block[end]]
         if src.index == dst.index and start < end:
             return [(start + 1, end)]
+        bound = limit  # the searches for this limit need not go past it (_chain)
         if limit is not None:
             # The two ends count too; and a load whose block is too far from the wait's, as one
             # backward search from the wait finds for all its loads, needs no search of its own.
@@ -340,7 +356,7 @@ class _Paths:
                 return None
         key = (src.index, dst.index, id(blocks), limit)
         if key not in self._chains:
-            self._chains[key] = self._chain(src, dst, blocks, limit)
+            self._chains[key] = self._chain(src, dst, blocks, limit, bound)
         chain = self._chains[key]
         if chain is None:
             return None
@@ -349,12 +365,14 @@ class _Paths:
     def cycles_in(self, segments: list[tuple[int, int]]) -> int:
         """The work (_cycles) of the instructions in the ranges, from running sums made once per function:
         a loop of 9,000 instructions asked for the same sums thousands of times (a third of this rule)."""
-        if self._cycle_sums is None:
-            sums = self._cycle_sums = [0]
-            for instr in self.fn.instructions:
-                sums.append(sums[-1] + _cycles(instr))
         sums = self._cycle_sums
-        return sum(sums[b] - sums[a] for a, b in segments if b > a)
+        if sums is None:
+            sums = self._cycle_sums = [0, *accumulate(map(_cycles_of, map(_CYCLE_FIELDS, self.fn.instructions)))]
+        total = 0
+        for a, b in segments:
+            if b > a:
+                total += sums[b] - sums[a]
+        return total
 
     def between(self, start: int, end: int, blocks) -> list[int] | None:
         """Instructions executed strictly between `start` and `end` on the shortest path, or None."""
@@ -367,7 +385,10 @@ class _Paths:
         if at is None:
             at = self._drains[counter] = [i.index for i in self.fn.instructions
                                           if i.wait is not None and i.wait.get(counter) == 0]  # _drains(i)
-        return any(bisect_left(at, a) < bisect_left(at, b) for a, b in segments)
+        for a, b in segments:
+            if bisect_left(at, a) < bisect_left(at, b):
+                return True
+        return False
 
     def _near_blocks(self, dst: int, blocks, budget: int) -> dict[int, int]:
         """Blocks inside `blocks` whose end is fewer than `budget` instructions before the start
@@ -410,16 +431,17 @@ class _Paths:
             return (block.index + 1,)
         return block.successors
 
-    def _chain(self, src, dst, blocks, limit: int | None) -> list[int] | None:
+    def _chain(self, src, dst, blocks, limit: int | None, bound: int | None) -> list[int] | None:
         """The blocks strictly between `src` and `dst` on the shortest path inside `blocks`; None
         if there is none of fewer than `limit` instructions in all. A search with a limit pops, in the
         same order, every entry shorter than it that the whole search pops (ties broken alike), and
-        reaches `dst` exactly when the whole search reaches it in fewer: so one whole search from
-        `src` answers for every `dst` and limit (a long loop asked thousands of times)."""
-        key = (src.index, id(blocks))
+        reaches `dst` exactly when the whole search reaches it in fewer: so one search from `src`, cut
+        at `bound` (at least every `limit` it answers for), answers for every `dst` and limit (a long
+        loop asked thousands of times; the cut spares walking a loop of hundreds of blocks from each)."""
+        key = (src.index, id(blocks), bound)
         tree = self._trees.get(key)
         if tree is None:
-            tree = self._trees[key] = self._shortest_from(src, blocks)
+            tree = self._trees[key] = self._shortest_from(src, blocks, bound)
         best, came = tree
         reached = best.get(dst.index)
         if reached is None or (limit is not None and reached >= limit):
@@ -430,24 +452,39 @@ class _Paths:
             b = came[b]
         return chain[::-1]
 
-    def _shortest_from(self, src, blocks) -> tuple[dict[int, int], dict[int, int | None]]:
+    def _inside(self, blocks) -> list[tuple[int, ...]]:
+        """Each block's taken successors that are in `blocks` (a loop), worked out once per loop."""
+        key = id(blocks)
+        inside = self._inside_successors.get(key)
+        if inside is None:
+            if self._successors is None:
+                self._successors = [self._taken(b) for b in self.fn.blocks]
+            inside = self._inside_successors[key] = [tuple(s for s in succ if s in blocks)
+                                                     for succ in self._successors]
+        return inside
+
+    def _shortest_from(self, src, blocks, bound: int | None) -> tuple[dict[int, int], dict[int, int | None]]:
         """Dijkstra from `src`'s successors over `blocks`: each block's distance (the instructions of the
-        blocks before it) and the block it is reached from (None: a successor of `src`)."""
-        fn = self.fn
-        if self._successors is None:
-            self._successors = [self._taken(b) for b in fn.blocks]
-        successors = self._successors
+        blocks before it) and the block it is reached from (None: a successor of `src`), for the blocks
+        nearer than `bound` (all with None). Block sizes are not negative, so the entries come off the
+        heap in ascending order, and those under `bound` come off as in the uncut search."""
+        successors = self._inside(blocks)
+        if self._sizes is None:
+            self._sizes = [b.end - b.start for b in self.fn.blocks]
+        sizes = self._sizes
         best: dict[int, int] = {}
         came: dict[int, int | None] = {}
-        heap = [(0, s, -1) for s in successors[src.index] if s in blocks]
+        heap = [(0, s, -1) for s in successors[src.index]]
+        pop, push = heapq.heappop, heapq.heappush
         while heap:
-            d, b, prev = heapq.heappop(heap)
+            d, b, prev = pop(heap)
             if b in best:
                 continue
             best[b], came[b] = d, (None if prev < 0 else prev)
-            block = fn.blocks[b]
-            nd = d + block.end - block.start
+            nd = d + sizes[b]
+            if bound is not None and nd >= bound:
+                continue
             for s in successors[b]:
-                if s in blocks and s not in best:
-                    heapq.heappush(heap, (nd, s, b))
+                if s not in best:
+                    push(heap, (nd, s, b))
         return best, came

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from operator import attrgetter
 
 from irscope.isa.model import IsaFunction
 
@@ -157,11 +158,30 @@ class FunctionGraph:
 
         return frozenset(b for b in inside if all(dominates(b, latch) for latch in loop.latches))
 
+    def innermost_members(self) -> dict[int, list[int]]:
+        """Per loop header, the instructions (indices, in code order) whose innermost loop it is: loop_of
+        of every instruction, without a call per instruction (machine_loops asks for all of them)."""
+        at, innermost, block_of = self._block_at, self._innermost, self.fn.block_of
+        n = len(at)
+        out: dict[int, list[int]] = {}
+        for i in map(_INDEX, self.fn.instructions):
+            loop = innermost[at[i] if 0 <= i < n else block_of(i).index]
+            if loop is not None:
+                members = out.get(loop.header)
+                if members is None:
+                    out[loop.header] = [i]
+                else:
+                    members.append(i)
+        return out
+
     def loop_of(self, instruction: int) -> Loop | None:
         """The innermost loop holding an instruction."""
         at = self._block_at
         block = at[instruction] if 0 <= instruction < len(at) else self.fn.block_of(instruction).index
         return self._innermost[block]
+
+
+_INDEX = attrgetter("index")
 
 
 def immediate_dominators(successors: list, predecessors: list, start: int = 0) -> dict[int, int]:

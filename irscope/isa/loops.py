@@ -53,11 +53,7 @@ def machine_loops(fn, graph: FunctionGraph, module, user_file: str | None) -> li
     loops = graph.loops
     if not loops:
         return []
-    innermost: dict[int, list[int]] = defaultdict(list)
-    for ins in fn.instructions:
-        loop = graph.loop_of(ins.index)
-        if loop is not None:
-            innermost[loop.header].append(ins.index)
+    innermost = graph.innermost_members()
     ttgir = TtgirLoops(module, user_file) if module is not None else None
     out = []
     for loop in loops:

@@ -10,6 +10,7 @@ diff can show `global_store_short` becoming `global_store_dwordx4` as a row movi
 from __future__ import annotations
 
 from collections import defaultdict
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from irscope.isa.model import IsaFunction, IsaProgram
@@ -31,33 +32,39 @@ def instruction_mix(program: IsaProgram, fn: IsaFunction | None = None,
         return InstructionMix(program.path, program.isa, "", 0, 0, (), ())
     graph = graph or FunctionGraph(fn)
     instrs = fn.instructions
-    groups: dict[tuple[str, str, bool], list[int]] = defaultdict(list)
+    # The lines of each (kind, detail) row, outside loops and inside ([False], [True]): an ALU op
+    # (most of a kernel) finds its pair by kind alone, a memory or matrix op by its kind and its
+    # MemoryAccess/MatrixOp objects (the parser shares one per mnemonic), whose detail text is
+    # worked out once. Ops whose details read alike share the pair, so lines stay in code order.
+    plain: dict[str, tuple[list[int], list[int]]] = {}
+    by_objects: dict[tuple[str, int, int], tuple[list[int], list[int]]] = {}
+    by_detail: dict[tuple[str, str], tuple[list[int], list[int]]] = {}
     per_line: dict[tuple[str, int], dict[str, int]] = defaultdict(lambda: defaultdict(int))
     per_line_lines: dict[tuple[str, int], list[int]] = defaultdict(list)
-    # The detail of a memory or matrix op is worked out once per distinct MemoryAccess/MatrixOp
-    # pair (the parser shares one per mnemonic); the (file, line) key and its tallies are looked
-    # up once per run of instructions under the same SourceLine (one `.loc`).
-    details: dict[tuple[int, int], str] = {}
+    # The (file, line) key and its tallies are looked up once per run of instructions under the
+    # same SourceLine (one `.loc`).
     prev = counts = at = None
-    for instr, d in zip(instrs, graph.instruction_depth):
-        memory, matrix = instr.memory, instr.matrix
+    for (kind, line, memory, matrix, source), d in zip(map(_MIX_FIELDS, instrs), graph.instruction_depth):
         if memory is None and matrix is None:
-            groups[(instr.kind, "", d > 0)].append(instr.line)
+            pair = plain.get(kind)
+            if pair is None:
+                pair = plain[kind] = by_detail.setdefault((kind, ""), ([], []))
         else:
-            key = (id(memory), id(matrix))
-            detail = details.get(key)
-            if detail is None:
-                detail = details[key] = _detail(memory, matrix)
-            groups[(instr.kind, detail, d > 0)].append(instr.line)
-        source = instr.source
+            key = (kind, id(memory), id(matrix))
+            pair = by_objects.get(key)
+            if pair is None:
+                pair = by_objects[key] = by_detail.setdefault((kind, _detail(memory, matrix)), ([], []))
+        pair[d > 0].append(line)
         if source is not prev:
             prev = source
             if source is not None:
                 key = (source.file, source.line)
                 counts, at = per_line[key], per_line_lines[key]
         if source is not None:
-            counts[instr.kind] += 1
-            at.append(instr.line)
+            counts[kind] += 1
+            at.append(line)
+    groups = {(kind, detail, loop): lines for (kind, detail), pair in by_detail.items()
+              for loop, lines in ((False, pair[0]), (True, pair[1])) if lines}
     rows = tuple(MixRow(k, d, loop, len(ls), LineRanges.of(ls)) for (k, d, loop), ls in sorted(groups.items()))
     python_lines = tuple(
         LineMix(file, line, dict(sorted(per_line[(file, line)].items(), key=lambda kv: (-kv[1], kv[0]))),
@@ -65,6 +72,9 @@ def instruction_mix(program: IsaProgram, fn: IsaFunction | None = None,
         for file, line in sorted(per_line)
     )
     return InstructionMix(program.path, program.isa, fn.name, len(instrs), len(graph.loops), rows, python_lines)
+
+
+_MIX_FIELDS = attrgetter("kind", "line", "memory", "matrix", "source")
 
 
 def _detail(memory, matrix) -> str:
