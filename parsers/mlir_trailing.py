@@ -5,6 +5,7 @@ A TTGIR ends with its location aliases, ~45% of its lines:
     #loc98 = loc("a"(#loc38))
     #loc111 = loc(callsite(#loc5 at #loc65))
     #loc3 = loc("/k.py":7:24)
+    #loc42 = loc(fused[#loc3, #loc41])
 
 parsers/mlir_fast.py would read each as tokens and a statement that parsers/mlir_build.py
 then only files under its name. Here the run of such lines at the end of the file, in the
@@ -24,7 +25,7 @@ _NAME = r"#[\w$.\-]+"
 _STRING = r'"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+"'
 # One line, as DEF_LOC or the tokens of `loc(callsite(#a at #b))` read it: no blanks but the single ones shown.
 _BODY = (rf'({_NAME}) = loc\((?:(unknown)|({_NAME})|callsite\(({_NAME}) at ({_NAME})\)|({_STRING})\(({_NAME})\)'
-         rf'|({_STRING}):(\d+):(\d+))\)')
+         rf'|({_STRING}):(\d+):(\d+)|fused\[({_NAME}(?:, {_NAME})*)\])\)')
 _LINE = re.compile(_BODY + r"\n?")
 _RUN = re.compile(rf"(?:{_BODY}\n)*(?:{_BODY})?")  # the lines to the end of the text
 
@@ -51,7 +52,7 @@ def split_trailing_locations(text: str) -> tuple[int, list[tuple[str, LocNode]]]
     line = text.count("\n", 0, cut) + 1
     found = []
     for m in _LINE.finditer(text, cut):
-        name, unknown, ref, callee, caller, label, inner, file, row, col = m.groups()
+        name, unknown, ref, callee, caller, label, inner, file, row, col, fused = m.groups()
         start, close = m.start(), m.end() - (2 if text[m.end() - 1] == "\n" else 1)
         at = start + len(name) + 7  # after `loc(`
         if ref is not None:
@@ -63,8 +64,11 @@ def split_trailing_locations(text: str) -> tuple[int, list[tuple[str, LocNode]]]
                                         LocNode("ref", (caller,), m.start(5), m.end(5), line)), at, close, line)
         elif label is not None:
             node = LocNode("name", (label[1:-1], LocNode("ref", (inner,), m.start(7), m.end(7), line)), at, close, line)
-        else:
+        elif file is not None:
             node = LocNode("file", (file[1:-1], int(row), int(col)), at, close, line)
+        else:  # fused[#a, #b]
+            node = LocNode("fused", tuple(LocNode("ref", (part,), at, close, line) for part in fused.split(", ")),
+                           at, close, line)
         found.append((name, node))
         line += 1
     return cut, found
