@@ -34,6 +34,18 @@ class RawAttribute:
         return self.text
 
 
+# Location and SourceFrame are frozen dataclasses; their __init__ sets each field through object.__setattr__.
+# A file resolves ~150 locations: their fields go into a new instance's __dict__ at once, as __init__ would.
+_new = object.__new__
+_EMPTY = Location()
+
+
+def _location(frames: tuple, names: tuple) -> Location:
+    loc = _new(Location)
+    loc.__dict__.update(frames=frames, names=names)
+    return loc
+
+
 # Aliases resolved inside the resolution of another: Triton's chains (`#loc12 = loc(callsite(#loc10
 # at #loc11))`) are as long as the inlining is deep, a handful; 3,000 overflowed Python's stack.
 MAX_ALIAS_CHAIN = 100
@@ -209,18 +221,22 @@ class AttributeReader:
     # -- locations ---------------------------------------------------------------------
     def location(self, node: LocNode) -> Location:
         kind, args = node.kind, node.args
-        if kind == "file":
-            return Location((SourceFrame(*args),))
         if kind == "ref":
-            value = self.alias_value(args[0])
+            value = self._aliases.get(args[0])  # alias_value's cache, inlined: most ops' location is a ref
+            if value is None:
+                value = self.alias_value(args[0])
             return value if isinstance(value, Location) else Location()
         if kind == "name":
             name, inner = args
-            inner_loc = self.location(inner) if inner is not None else Location()
-            return Location(inner_loc.frames, (name, *inner_loc.names))
+            inner_loc = self.location(inner) if inner is not None else _EMPTY
+            return _location(inner_loc.frames, (name, *inner_loc.names))
         if kind == "callsite":
             callee, caller = self.location(args[0]), self.location(args[1])
-            return Location(callee.frames + caller.frames, caller.names + callee.names)
+            return _location(callee.frames + caller.frames, caller.names + callee.names)
+        if kind == "file":
+            frame = _new(SourceFrame)
+            frame.__dict__.update(file=args[0], line=args[1], column=args[2])
+            return _location((frame,), ())
         if kind == "fused":
             parts = [self.location(p) for p in args]
             frames = next((p.frames for p in parts if p.frames), ())

@@ -233,8 +233,10 @@ class ModuleBuilder:
         return [None] * count, False
 
     # -- the whole file ----------------------------------------------------------------
-    def build(self, statements: list[Statement]) -> MlirModule:
+    def build(self, statements: list[Statement], trailing: list[tuple[str, LocNode]] = ()) -> MlirModule:
         top = self.collect_aliases(statements)
+        for name, node in trailing:
+            self.alias_defs[name] = [node]
         self.build_block_list(top, None, 0, [])
         ops = tuple(self._freeze(op) for op in self.ops)
         module_attrs = self._module_attributes(ops)
@@ -274,10 +276,12 @@ def _pointee(ty):
     return None
 
 
-def build_module(statements: list[Statement], text: str, path: str, problems: list[Problem]) -> MlirModule:
+def build_module(statements: list[Statement], text: str, path: str, problems: list[Problem],
+                 trailing: list[tuple[str, LocNode]] = ()) -> MlirModule:
+    """trailing: the `#loc` aliases defined after `statements` (parsers/mlir_trailing.py), in order."""
     builder = ModuleBuilder(text, path)
     builder.problems.extend(problems)
-    return builder.build(statements)
+    return builder.build(statements, trailing)
 
 
 __all__ = ["build_module"]

@@ -96,7 +96,7 @@ _ODD_SPACE = re.compile(r"[^\S \t\x0c\n]")
 _ODD_ASCII_SPACE = "\r\x0b\x1c\x1d\x1e\x1f"
 
 
-def _odd_space(text: str) -> bool:
+def odd_space(text: str) -> bool:
     if text.isascii():
         return any(ch in text for ch in _ODD_ASCII_SPACE)
     return _ODD_SPACE.search(text) is not None
@@ -144,7 +144,7 @@ def read_statements(text: str) -> list[Statement] | None:
 
 # long, complex: lexer, post-lexer and bracket stack in one loop with its state in locals: ~10x lark (docstring)
 def _read(text: str) -> list[Statement]:
-    if _odd_space(text):
+    if odd_space(text):
         raise _Decline
     leaves, openers, closers, special, pairs, punct, locations, line_start = \
         _LEAVES, _OPENERS, _CLOSERS, _SPECIAL, _PAIRS, _PUNCT, ("LOC", "DEF_LOC"), _NEW_STATEMENT

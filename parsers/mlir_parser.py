@@ -17,6 +17,7 @@ from irscope.ir.mlir import MlirModule
 from irscope.model.kernel import Problem
 
 from .mlir_fast import read_statements
+from .mlir_trailing import split_trailing_locations
 from .mlir_tree import Statement
 
 
@@ -32,8 +33,13 @@ def parse_statements(text: str, path: str, reader: str = "fast") -> tuple[list[S
         statements = read_statements(text)
         if statements is not None:
             return statements, []
-        if len(text) > REPAIR_MAX_CHARS:
-            return [], [_unrepaired(text, path)]
+    return _declined(text, path, reader)
+
+
+def _declined(text: str, path: str, reader: str) -> tuple[list[Statement], list[Problem]]:
+    """The lark reader's statements, for text the fast reader declined (reader="fast") or not asked."""
+    if reader == "fast" and len(text) > REPAIR_MAX_CHARS:
+        return [], [_unrepaired(text, path)]
     from .mlir_lark import parse_statements as lark_statements
 
     return lark_statements(text, path)
@@ -67,7 +73,15 @@ def parse_mlir(text: str, path: str, reader: str = "fast") -> MlirModule:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        statements, problems = parse_statements(text, path, reader)
+        if reader == "fast":  # the `#loc` lines after the module by one regex, the text above by the fast reader
+            cut, trailing = split_trailing_locations(text)
+            statements = read_statements(text[:cut] if trailing else text)
+            if statements is not None:
+                return build_module(statements, text, path, [], trailing)
+            # it declines the text above the lines iff it declines the whole (parsers/mlir_trailing.py)
+            statements, problems = _declined(text, path, reader)
+        else:
+            statements, problems = parse_statements(text, path, reader)
         return build_module(statements, text, path, problems)
     finally:
         if collecting:
