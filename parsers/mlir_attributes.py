@@ -16,6 +16,7 @@ from irscope.ir.types import MemDescType, OtherType, PointerType, ScalarType, Te
 from irscope.ir.mlir import Location, SourceFrame
 from irscope.model.kernel import Problem
 
+from .mlir_fast import read_items
 from .mlir_syntax import is_tok, split_commas
 from .mlir_tree import TOKEN_CLASSES, Group, LocNode, Node, Param
 
@@ -38,6 +39,7 @@ class RawAttribute:
 # A file resolves ~150 locations: their fields go into a new instance's __dict__ at once, as __init__ would.
 _new = object.__new__
 _EMPTY = Location()
+_UNKNOWN = object()  # not in a cache
 
 
 def _location(frames: tuple, names: tuple) -> Location:
@@ -165,6 +167,14 @@ class AttributeReader:
             self._types[key] = self._read_type(items, key)
         return self._types[key]
 
+    def type_at(self, start: int, end: int) -> object:
+        """type_of the items of text[start:end], one type on one line: read only if not yet known."""
+        key = self.text[start:end]
+        known = self._types.get(key, _UNKNOWN)
+        if known is _UNKNOWN:
+            known = self._types[key] = self._read_type(read_items(self.text, start, end), key)
+        return known
+
     def _read_type(self, items: list, text: str) -> object:
         first = items[0]
         if len(items) == 1 and is_tok(first, "BARE_ID"):
@@ -219,13 +229,17 @@ class AttributeReader:
         return MemDescType(shape, element, encoding[0], space, mutable, alloc, encoding[1])
 
     # -- locations ---------------------------------------------------------------------
+    def ref_location(self, name: str) -> Location:
+        """`loc(#loc3)`, most ops' location."""
+        value = self._aliases.get(name)  # alias_value's cache, inlined
+        if value is None:
+            value = self.alias_value(name)
+        return value if isinstance(value, Location) else Location()
+
     def location(self, node: LocNode) -> Location:
         kind, args = node.kind, node.args
         if kind == "ref":
-            value = self._aliases.get(args[0])  # alias_value's cache, inlined: most ops' location is a ref
-            if value is None:
-                value = self.alias_value(args[0])
-            return value if isinstance(value, Location) else Location()
+            return self.ref_location(args[0])
         if kind == "name":
             name, inner = args
             inner_loc = self.location(inner) if inner is not None else _EMPTY

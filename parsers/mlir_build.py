@@ -11,16 +11,21 @@ definition (a graph region, a branch back to an earlier block) still finds it.
 
 from __future__ import annotations
 
-from typing import Optional
+import re
+from typing import Callable, Optional
 
 from irscope.ir.types import ASYNC_TOKEN, OtherType, PointerType, ScalarType, TensorType, with_element
 from irscope.ir.mlir import FUNCTION_OPS, LOOP_OPS, Block, MlirModule, Op, Region, Value, canonical_op_name
 from irscope.model.kernel import Fact, Origin, Problem
 
 from .mlir_attributes import AttributeReader
+from .mlir_fast import LINE_GROUPS
 from .mlir_syntax import (FIRST_TYPE_RESULT, I1_RESULT, IMPLICIT_RESULT, LAST_TYPE_RESULT, POINTEE_RESULT,
                           REPEATED_RESULT, TOKEN_ONLY_PREFIXES, TOKEN_RESULT, HeaderDef, is_tok, read_op, split_commas)
-from .mlir_tree import Group, LocNode, Statement
+from .mlir_tree import Group, LineOp, LocNode, Statement
+
+# A LineOp's types after its first, `, T` each (its regex matched them all: a type's commas are inside `<...>`).
+_MORE_TYPES = re.compile(r", ([^<>,]+(?:<(?:[^<>]|<(?:[^<>]|<[^<>]*>)*>)*>)?)")
 
 _MODULE_ATTRS = ("num-warps", "threads-per-warp", "num-ctas", "target", "shared")
 
@@ -116,6 +121,9 @@ class ModuleBuilder:
         blocks: list[Block] = []
         label, args, ops = None, self._declare_args(entry_defs, parent), []
         for st in statements:
+            if type(st) is LineOp:
+                ops.append(self.build_line_op(st, parent, loop_depth))
+                continue
             items = st.items
             if items and is_tok(items[0], "BLOCK_ID") and is_tok(items[-1], "COLON"):
                 if label is not None or args or ops:
@@ -185,6 +193,57 @@ class ModuleBuilder:
                       for region, defs in zip(syntax.regions, syntax.header_defs)]
         return op.index
 
+    def build_line_op(self, st: LineOp, parent: Optional[int], loop_depth: int) -> int:
+        """build_op for a one-line op (parsers/mlir_fast.py LINE_OP): the same model from the regex's groups."""
+        m, text = st.match, self.text
+        op_at, args_at, dict_at, type_at, rest_at, result_at, loc_at = LINE_GROUPS
+        name = m.group(op_at)
+        canonical = canonical_op_name(name)
+        op = _PendingOp()
+        op.index = len(self.ops)
+        self.ops.append(op)
+        op.name, op.line, op.parent, op.loop_depth = name, st.line, parent, loop_depth
+        op.location = self.attrs.ref_location(m.group(loc_at))
+        op.text = text[st.start:st.end].rstrip(" {\n")
+        op.operand_names = operands = []
+        keywords = []
+        args = m.group(args_at)
+        if args:
+            for arg in args[1:].split(", "):  # `%a`, a keyword (`slt`), a number or `dense<...>`: no `, ` inside
+                if arg[0] == "%":
+                    operands.append(arg)
+                elif (arg[0].isalpha() or arg[0] == "_") and "<" not in arg:
+                    keywords.append(arg)
+        op.scope = self.scope
+        attrs = {}
+        entries = m.group(dict_at)
+        if entries:  # `{axis = 0 : i32}`: dict_of's {"axis": 0}
+            for entry in entries[1:-1].split(", "):
+                key, _, value = entry.partition(" = ")
+                attrs[key] = int(value.partition(" : ")[0])
+        if keywords:
+            attrs["keywords"] = tuple(keywords)
+        op.attributes = attrs
+        if m.start(result_at) >= 0:  # `: A -> B`, `: A to B`: B
+            spans = [m.span(result_at)]
+        else:  # `: A, B`: each
+            spans = [m.span(type_at)]
+            rest_start, rest_end = m.span(rest_at)
+            if rest_start < rest_end:
+                spans.extend(found.span(1) for found in _MORE_TYPES.finditer(text, rest_start, rest_end))
+        result_types, op.structured = self._typed_results(canonical, 1, keywords, spans, self._span_type,
+                                                          self._span_text)
+        op.results = [self._new_value(text[st.start:m.start(op_at) - 3], result_types[0], op.index, "result",
+                                      st.line)]
+        op.regions = []
+        return op.index
+
+    def _span_type(self, span: tuple[int, int]):
+        return self.attrs.type_at(*span)
+
+    def _span_text(self, span: tuple[int, int]) -> str:
+        return self.text[span[0]:span[1]]
+
     def _attributes(self, syntax) -> dict:
         attrs: dict = {}
         for group in syntax.attr_groups:
@@ -195,17 +254,24 @@ class ModuleBuilder:
             attrs["keywords"] = tuple(syntax.keywords)
         return attrs
 
-    # complex: a table-driven dispatcher, one branch per kind of op result, first match wins
     def _result_types(self, syntax, canonical: str) -> tuple[list, bool]:
         count = 0
         for _, n in syntax.results:
             count += n
+        return self._typed_results(canonical, count, syntax.keywords, syntax.result_type_items or [],
+                                   self.attrs.type_of, self.attrs.source)
+
+    # complex: a table-driven dispatcher, one branch per kind of op result, first match wins
+    def _typed_results(self, canonical: str, count: int, keywords: list, type_items: list, type_of: Callable,
+                       source: Callable) -> tuple[list, bool]:
+        """The result types of an op of `count` results, `type_items` its written result types (read by type_of
+        and source: token items, or a LineOp's spans), in the order build_op always read them."""
         if count == 0:
             return [], True
         if canonical in TOKEN_RESULT or canonical.startswith(TOKEN_ONLY_PREFIXES) \
                 or "copy_global_to_local" in canonical:  # async copies into LDS return a token
             return [ASYNC_TOKEN] * count, True
-        written = [self.attrs.type_of(items) for items in (syntax.result_type_items or [])]
+        written = [type_of(items) for items in type_items]
         if not written and canonical.endswith("wait"):  # `%w = amdg.async_tdm_wait %0 {num = 0 : i32}`
             return [ASYNC_TOKEN] * count, True
         if canonical in REPEATED_RESULT and len(written) == 1:
@@ -214,11 +280,11 @@ class ModuleBuilder:
             return written + [ASYNC_TOKEN], True  # `%v, %tok = ttng.tmem_load %t[%dep] : ... -> tensor<...>`
         if canonical in IMPLICIT_RESULT and not written:
             return [ScalarType(IMPLICIT_RESULT[canonical])] * count, True
-        if canonical == "arith.constant" and not written and syntax.keywords:
+        if canonical == "arith.constant" and not written and keywords:
             return [ScalarType("i1")] * count, True  # `%true = arith.constant true`
-        if canonical == "tt.make_tensor_descriptor" and syntax.result_type_items:
+        if canonical == "tt.make_tensor_descriptor" and type_items:
             # `: <f16>, <128x64xf16>`: the printer drops `!tt.ptr` and `!tt.tensordesc`
-            return [OtherType("!tt.tensordesc" + self.attrs.source(syntax.result_type_items[-1]))], True
+            return [OtherType("!tt.tensordesc" + source(type_items[-1]))], True
         if canonical in POINTEE_RESULT and len(written) == 1:
             return [_pointee(written[0])], True
         if canonical in I1_RESULT and len(written) == 1:

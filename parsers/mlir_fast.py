@@ -18,7 +18,7 @@ from __future__ import annotations
 import gc
 import re
 
-from .mlir_tree import Group, LocNode, Param, RegionNode, Statement, Tok
+from .mlir_tree import Group, LineOp, LocNode, Param, RegionNode, Statement, Tok
 
 # MlirPostLexer's wrapped-line rules (parsers/mlir_lark.py uses these too): a newline after
 # one of the first does not end the statement, nor one before one of the second or before
@@ -65,29 +65,55 @@ LARK_TERMINALS = (
 _STRING = r'"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+"'
 _EOL = r"(?:[\t \x0c]*+\n[\n\t \x0c]*+)?"
 _LOCATION = rf'loc\((?:#[\w$.\-]+\)|{_STRING}(?:\(#[\w$.\-]+\)\)|:\d+:\d+\))){_EOL}'
-_TOKEN = re.compile(r"[\t \x0c]*+()(?:" + "|".join(pattern + (f"(?P<{name}>)" if name else "") for name, pattern in (
-    ("", r"%[\w$.\-]+(?:#\d+)?(?:[\t \x0c]*+=[\t \x0c]*+[A-Za-z_][\w$.]*+(?=[\t \x0c])(?P<RESULT_OP>)"
-         r"|[\t \x0c]*+[=,:](?P<VALUE_P>)|(?P<VALUE>))"),
-    ("LOC", _LOCATION), ("LOC_OPEN", r"loc\("),
-    ("CALLSITE_OPEN", r"callsite\("), ("UNKNOWN", r"unknown(?=\))"), ("FUSED", r"fused(?=[<\[])"),
-    ("", r"[A-Za-z_][\w$.]*(?:[\t \x0c]*+[=,:](?P<BARE_P>)|<(?:(?P<dims>(?:\d+|\?)(?:x(?:\d+|\?))*x)?"
-         r"(?:(?P<elem>[A-Za-z][\w$.]*)|(?P<ptr>![A-Za-z_][\w$.]*)<(?P<pointee>[A-Za-z][\w$.]*)>)"
-         r"(?:,[\t \x0c]*+(?P<enc>#[\w$.\-]+))?>(?P<SHAPED>)|(?P<PARAM_OPEN>))|(?P<BARE_ID>))"),
-    ("DEF_LOC", r"#[\w$.\-]+[\t \x0c]*+=[\t \x0c]*+" + _LOCATION),
-    ("", r"#(?:[A-Za-z_][\w$.]*<(?P<PARAM_REF>)|[\w$.\-]+(?:[\t \x0c]*+[=,:](?P<ATTR_P>)|(?P<ATTR_REF>)))"),
-    ("DIMS", r"\d\d*(?:x(?:\d+|\?))*x(?=[A-Za-z!<])"), ("HEX", r"0x[0-9A-Fa-f]+\b"),
-    ("", r"\d\d*(?:(?:\.\d*(?:[eE][-+]?\d+)?|[eE][-+]?\d+)(?P<FLOAT>)|[\t \x0c]*+[=,:](?P<INT_P>)|(?P<INT>))"),
-    ("RANGLE", ">"), ("COMMA", ","), ("LBRACE", r"\{"), ("RBRACE", r"\}"), ("ARROW", r"\->"),
-    ("_NL", "\n[\n\t \x0c]*"), ("COLON", ":"), ("EQUAL", "="), ("RPAR", r"\)"),
-    ("LSQB", r"\["), ("RSQB", r"\]"), ("LPAR", r"\("), ("STRING", _STRING),
-    ("", r"!(?:[A-Za-z_][\w$.]*<(?P<PARAM_TYPE>)|[\w$.\-]+(?P<TYPE_REF>))"),
-    ("", r"[-+]\d\d*(?:(?:\.\d*(?:[eE][-+]?\d+)?|[eE][-+]?\d+)(?P<SIGNED_FLOAT>)|(?P<SIGNED_INT>))"),
-    ("SYMBOL", r'@(?:[\w$.\-]+|"[^"]*")'), ("BLOCK_ID", r"\^[\w$.\-]+"),
-    ("QMARK_DIMS", r"\?(?:x(?:\d+|\?))*x(?=[A-Za-z!<])"),
-    ("QMARK", r"\?"), ("PLUS", r"\+"), ("STAR", r"\*"), ("LANGLE", "<"), ("COMMENT", r"//[^\n]*"),
-    ("STRAY", r"[^\s]"),
-)) + ")")
-_DIMS, _ELEM, _PTR, _POINTEE, _ENC = (_TOKEN.groupindex[name] for name in ("dims", "elem", "ptr", "pointee", "enc"))
+# LINE_OP (read_statements(lines=True), for parse_mlir): a whole one-line op, `%x = op args {dict} : types
+# (-> | to) type loc(#ref)` and the newlines after it, in one match; parsers/mlir_build.py reads its groups
+# for the model (a quarter of a TTGIR's lines, three quarters of its ops). It matches only text whose tokens
+# hold no bracket but balanced `<...>`, `<{...}>` and `{...}`, no string, comment, `@`, `-` or location
+# keyword: text the token-by-token reader never declines and reads as lark does.
+_TYPE_CHARS = r"[\w$.#!?+ ,=:]"
+_TYPE = (r"(?!to[ ,\n])[A-Za-z!][\w$.]*+(?:(?<!fused)<(?:" + _TYPE_CHARS + r"|(?<!fused)<(?:" + _TYPE_CHARS
+         + r"|\{" + _TYPE_CHARS + r"*+\})*+>)*+>)?")
+_ARG = r"(?>%[\w$.\-]+(?:#\d+)?|dense<[+\w.]+>|[A-Za-z_][\w$.]*+|[-+]?\d+(?:\.\d*(?:[eE][-+]?\d+)?)?)"
+_INT_ENTRY = r"[A-Za-z_][\w$.]* = -?\d+ : [A-Za-z_][\w$.]*"
+_LINE_OP = (r" = (?P<l_op>[A-Za-z_][\w$.]*+)(?P<l_args>(?: " + _ARG + "(?:, " + _ARG
+            + r")*+)?+)(?: (?P<l_dict>\{" + _INT_ENTRY + "(?:, " + _INT_ENTRY + r")*+\}))?+ : (?P<l_t1>" + _TYPE
+            + ")(?P<l_trest>(?:, " + _TYPE + r")*+)(?: (?:->|to) (?P<l_rt>" + _TYPE
+            + r"))?+ loc\((?P<l_loc>#[\w$.\-]++)\)[\t \x0c]*+\n[\n\t \x0c]*+(?P<LINE_OP>)")
+
+
+def _token_regex(lines: bool) -> re.Pattern:
+    value = r"%[\w$.\-]+(?:#\d+)?(?:" + (_LINE_OP + "|" if lines else "") \
+        + r"[\t \x0c]*+=[\t \x0c]*+[A-Za-z_][\w$.]*+(?=[\t \x0c])(?P<RESULT_OP>)" \
+        + r"|[\t \x0c]*+[=,:](?P<VALUE_P>)|(?P<VALUE>))"
+    return re.compile(r"[\t \x0c]*+()(?:" + "|".join(pattern + (f"(?P<{name}>)" if name else "") for name, pattern in (
+        ("", value),
+        ("LOC", _LOCATION), ("LOC_OPEN", r"loc\("),
+        ("CALLSITE_OPEN", r"callsite\("), ("UNKNOWN", r"unknown(?=\))"), ("FUSED", r"fused(?=[<\[])"),
+        ("", r"[A-Za-z_][\w$.]*(?:[\t \x0c]*+[=,:](?P<BARE_P>)|<(?:(?P<dims>(?:\d+|\?)(?:x(?:\d+|\?))*x)?"
+             r"(?:(?P<elem>[A-Za-z][\w$.]*)|(?P<ptr>![A-Za-z_][\w$.]*)<(?P<pointee>[A-Za-z][\w$.]*)>)"
+             r"(?:,[\t \x0c]*+(?P<enc>#[\w$.\-]+))?>(?P<SHAPED>)|(?P<PARAM_OPEN>))|(?P<BARE_ID>))"),
+        ("DEF_LOC", r"#[\w$.\-]+[\t \x0c]*+=[\t \x0c]*+" + _LOCATION),
+        ("", r"#(?:[A-Za-z_][\w$.]*<(?P<PARAM_REF>)|[\w$.\-]+(?:[\t \x0c]*+[=,:](?P<ATTR_P>)|(?P<ATTR_REF>)))"),
+        ("DIMS", r"\d\d*(?:x(?:\d+|\?))*x(?=[A-Za-z!<])"), ("HEX", r"0x[0-9A-Fa-f]+\b"),
+        ("", r"\d\d*(?:(?:\.\d*(?:[eE][-+]?\d+)?|[eE][-+]?\d+)(?P<FLOAT>)|[\t \x0c]*+[=,:](?P<INT_P>)|(?P<INT>))"),
+        ("RANGLE", ">"), ("COMMA", ","), ("LBRACE", r"\{"), ("RBRACE", r"\}"), ("ARROW", r"\->"),
+        ("_NL", "\n[\n\t \x0c]*"), ("COLON", ":"), ("EQUAL", "="), ("RPAR", r"\)"),
+        ("LSQB", r"\["), ("RSQB", r"\]"), ("LPAR", r"\("), ("STRING", _STRING),
+        ("", r"!(?:[A-Za-z_][\w$.]*<(?P<PARAM_TYPE>)|[\w$.\-]+(?P<TYPE_REF>))"),
+        ("", r"[-+]\d\d*(?:(?:\.\d*(?:[eE][-+]?\d+)?|[eE][-+]?\d+)(?P<SIGNED_FLOAT>)|(?P<SIGNED_INT>))"),
+        ("SYMBOL", r'@(?:[\w$.\-]+|"[^"]*")'), ("BLOCK_ID", r"\^[\w$.\-]+"),
+        ("QMARK_DIMS", r"\?(?:x(?:\d+|\?))*x(?=[A-Za-z!<])"),
+        ("QMARK", r"\?"), ("PLUS", r"\+"), ("STAR", r"\*"), ("LANGLE", "<"), ("COMMENT", r"//[^\n]*"),
+        ("STRAY", r"[^\s]"),
+    )) + ")")
+
+
+_TOKEN, _TOKEN_LINES = _token_regex(False), _token_regex(True)
+# The groups a SHAPED match's Param is built from, per regex (LINE_OP's groups come first in _TOKEN_LINES).
+_SHAPED_GROUPS = {regex: tuple(regex.groupindex[name] for name in ("dims", "elem", "ptr", "pointee", "enc"))
+                  for regex in (_TOKEN, _TOKEN_LINES)}
+LINE_GROUPS = tuple(_TOKEN_LINES.groupindex[name] for name in ("l_op", "l_args", "l_dict", "l_t1", "l_trest",
+                                                                "l_rt", "l_loc"))
 RENAMED = {"PARAM_REF": "PARAM_OPEN", "PARAM_TYPE": "PARAM_OPEN", "SIGNED_FLOAT": "FLOAT", "SIGNED_INT": "INT",
            "QMARK_DIMS": "DIMS"}
 # Whitespace lark's lexer has no terminal for (outside comments and strings, where it may
@@ -116,7 +142,7 @@ _PUNCT = {"=": "EQUAL", ",": "COMMA", ":": "COLON"}
 # Tokens that need more than a place in the tree (or no place).
 _SPECIAL = frozenset({"_NL", "COMMENT", "LBRACE", "RBRACE", "SYMBOL", "FUSED", "UNKNOWN"})
 # Tokens that, first on a line, always end the statement above (MlirPostLexer's join rules).
-_NEW_STATEMENT = frozenset(_TOKEN.groupindex) - _SPECIAL - CONTINUES_FROM_LINE_START - {"BARE_ID", "BARE_P"}
+_NEW_STATEMENT = frozenset(_TOKEN_LINES.groupindex) - _SPECIAL - CONTINUES_FROM_LINE_START - {"BARE_ID", "BARE_P"}
 
 
 # Triton's MLIR nests brackets and regions at most 8 deep in fixtures/ (dumps included). The
@@ -129,12 +155,18 @@ class _Decline(Exception):
     """Input the lark reader must read: it repairs, retries or rejects it."""
 
 
-def read_statements(text: str) -> list[Statement] | None:
-    """The statements lark's reader would build for `text`, or None where only lark can tell."""
+
+
+def read_statements(text: str, lines: bool = False) -> list[Statement] | None:
+    """The statements lark's reader would build for `text`, or None where only lark can tell.
+
+    lines: one-line ops as LineOp nodes (parsers/mlir_build.py builds the model from them, not lark)."""
     collecting = gc.isenabled()
     gc.disable()  # the tree has no cycles: collections while it grows would only walk it again and again
     try:
-        return _read(text)
+        if odd_space(text):
+            raise _Decline
+        return _read(text, _TOKEN_LINES if lines else _TOKEN)
     except Exception:  # _Decline, or input this reader did not foresee: lark reads it, as it always did
         return None
     finally:
@@ -142,17 +174,29 @@ def read_statements(text: str) -> list[Statement] | None:
             gc.enable()
 
 
+def read_items(text: str, start: int, end: int, line: int = 1) -> list:
+    """The items of text[start:end], part of one line of `text` read by read_statements: a LineOp's type."""
+    statements = _read(text, _TOKEN, start, end, line)
+    if len(statements) != 1:
+        raise ValueError(f"not one statement: {text[start:end]!r}")
+    return statements[0].items
+
+
+def _line_tokens(text: str, start: int, close: int, line: int) -> list:
+    """The items of a LINE_OP up to its location's `)` at `close`, read token by token."""
+    return read_items(text, start, close + 1, line)
+
+
 # long, complex: lexer, post-lexer and bracket stack in one loop with its state in locals: ~10x lark (docstring)
-def _read(text: str) -> list[Statement]:
-    if odd_space(text):
-        raise _Decline
+def _read(text: str, token: re.Pattern, begin: int = 0, stop: int | None = None, line: int = 1) -> list[Statement]:
+    dims_group, elem_group, ptr_group, pointee_group, enc_group = _SHAPED_GROUPS[token]
+    line_loc = LINE_GROUPS[-1]
     leaves, openers, closers, special, pairs, punct, locations, line_start = \
         _LEAVES, _OPENERS, _CLOSERS, _SPECIAL, _PAIRS, _PUNCT, ("LOC", "DEF_LOC"), _NEW_STATEMENT
     at_end, from_start = CONTINUES_AT_LINE_END, CONTINUES_FROM_LINE_START
     root = stmts = []  # the statements of the region being read
     cur: list = []  # the items of the innermost open statement or bracket
     stack: list[tuple] = []  # open brackets and regions, innermost last
-    line = 1
     pending = None  # (start, line) of a `{`: a region if a newline follows it, else a dict
     held = False  # a newline that ends the statement unless the next line continues it
     region_nl = False  # a region was just opened: the grammar's `REGION_OPEN _NL` is next
@@ -160,7 +204,7 @@ def _read(text: str) -> list[Statement]:
     head = None  # the first token type of the current statement (None: none yet)
     in_loc = 0  # open `loc(`s: only there may `callsite(`, `fused`, `unknown` appear
     alert = True  # pending, held, or the first token (whose type is the head): look closer
-    for m in _TOKEN.finditer(text):
+    for m in token.finditer(text, begin, len(text) if stop is None else stop):
         kind = m.lastgroup
         start, pos = m.end(1), m.end()
         if alert or kind in special:  # MlirPostLexer's decisions; most tokens need none
@@ -259,6 +303,17 @@ def _read(text: str) -> list[Statement]:
                     held = alert = True
                 line += text.count("\n", close, pos)
             continue
+        elif kind == "LINE_OP":  # a whole one-line op, and the newlines after it
+            close = m.end(line_loc)
+            if cur or (stack and stack[-1][0] != "REGION_CLOSE"):  # not first on its line at region level
+                cur.extend(_line_tokens(text, start, close, line))
+            else:
+                cur.append(LineOp(m, start, close, line))
+            if not stack or stack[-1][0] == "REGION_CLOSE":  # as after a LOC's newlines
+                held = alert = True
+            line += text.count("\n", close, pos)
+            last = "RPAR"
+            continue
         elif kind == "RESULT_OP":  # `%x = tt.load`
             equal = text.index("=", start)
             value = text[start:equal].rstrip(" \t\x0c")
@@ -268,16 +323,16 @@ def _read(text: str) -> list[Statement]:
             cur.append(Tok("BARE_ID", value, pos - len(value), pos, line))
             kind = "BARE_ID"
         elif kind == "SHAPED":
-            (dims_start, dims_end), (elem_start, elem_end) = m.span(_DIMS), m.span(_ELEM)
+            (dims_start, dims_end), (elem_start, elem_end) = m.span(dims_group), m.span(elem_group)
             items = [Tok("DIMS", text[dims_start:dims_end], dims_start, dims_end, line)] if dims_start >= 0 else []
             if elem_start >= 0:
                 items.append(Tok("BARE_ID", text[elem_start:elem_end], elem_start, elem_end, line))
             else:  # `!tt.ptr<f16>`
-                (elem_start, ptr_end), (pointee_start, elem_end) = m.span(_PTR), m.span(_POINTEE)
+                (elem_start, ptr_end), (pointee_start, elem_end) = m.span(ptr_group), m.span(pointee_group)
                 pointee = Tok("BARE_ID", text[pointee_start:elem_end], pointee_start, elem_end, line)
                 elem_end += 1
                 items.append(Param(text[elem_start:ptr_end], [pointee], elem_start, elem_end, line))
-            enc_start, enc_end = m.span(_ENC)
+            enc_start, enc_end = m.span(enc_group)
             if enc_start >= 0:
                 items.append(Tok("COMMA", ",", elem_end, elem_end + 1, line))
                 items.append(Tok("ATTR_REF", text[enc_start:enc_end], enc_start, enc_end, line))
@@ -330,7 +385,14 @@ def _end_statement(items: list, stmts: list, region_nl: bool) -> None:
         if items or not region_nl:
             raise _Decline  # two newlines in a row, or none after `REGION_OPEN`: not in the grammar
         return
-    first, end = items[0], items[-1]
+    first = items[0]
+    if type(first) is LineOp:
+        if len(items) == 1:
+            stmts.append(first)
+            return
+        items[0:1] = _line_tokens(first.match.string, first.start, first.end, first.line)  # a line continues it
+        first = items[0]
+    end = items[-1]
     start = first.start_pos if type(first) is Tok else first.start
     stmts.append(Statement(items, start, end.end_pos if type(end) is Tok else end.end, first.line))
 
@@ -434,5 +496,5 @@ def _plain(items: list) -> bool:
     return True
 
 
-__all__ = ["read_statements", "LARK_TERMINALS", "RENAMED", "CONTINUES_AT_LINE_END", "CONTINUES_FROM_LINE_START",
-           "is_keyword"]
+__all__ = ["read_statements", "read_items", "LINE_GROUPS", "LARK_TERMINALS", "RENAMED", "CONTINUES_AT_LINE_END",
+           "CONTINUES_FROM_LINE_START", "is_keyword"]

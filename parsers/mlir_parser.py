@@ -75,7 +75,10 @@ def parse_mlir(text: str, path: str, reader: str = "fast") -> MlirModule:
     try:
         if reader == "fast":  # the `#loc` lines after the module by one regex, the text above by the fast reader
             cut, trailing = split_trailing_locations(text)
-            statements = read_statements(text[:cut] if trailing else text)
+            above = text[:cut] if trailing else text
+            statements = read_statements(above, lines=True)  # one-line ops as LineOps (parsers/mlir_build.py)
+            if statements is None and len(above) <= REPAIR_MAX_CHARS:  # as without LineOps, and lark reads it
+                statements = read_statements(above)
             if statements is not None:
                 return build_module(statements, text, path, [], trailing)
             # it declines the text above the lines iff it declines the whole (parsers/mlir_trailing.py)

@@ -98,6 +98,20 @@ class LocNode(Node):
         self.args = args
 
 
+class LineOp(Node):
+    """A whole one-line op the fast reader matched at once (read_statements(lines=True)):
+    `%x = arith.addi %a, %b : T loc(#loc3)`. match: its match of the fast reader's token
+    regex, whose groups parsers/mlir_build.py reads; end: the `)` of its `loc(`, as a
+    Statement's. Not a lark tree: only the model's build reads these."""
+
+    __slots__ = ("match",)
+    items = ()  # no token items: code that looks for a label or an alias in a statement finds none
+
+    def __init__(self, match, start: int, end: int, line: int) -> None:
+        self.start, self.end, self.line = start, end, line
+        self.match = match
+
+
 def span(item) -> tuple[int, int]:
     if isinstance(item, Node):
         return item.start, item.end
