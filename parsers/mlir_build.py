@@ -19,7 +19,7 @@ from irscope.ir.mlir import FUNCTION_OPS, LOOP_OPS, Block, MlirModule, Op, Regio
 from irscope.model.kernel import Fact, Origin, Problem
 
 from .mlir_attributes import AttributeReader
-from .mlir_fast import LINE_GROUPS
+from .mlir_fast import LINE0_GROUPS, LINE_GROUPS, LINE_OP0
 from .mlir_syntax import (FIRST_TYPE_RESULT, I1_RESULT, IMPLICIT_RESULT, LAST_TYPE_RESULT, POINTEE_RESULT,
                           REPEATED_RESULT, TOKEN_ONLY_PREFIXES, TOKEN_RESULT, HeaderDef, is_tok, read_op, split_commas)
 from .mlir_tree import Group, LineOp, LocNode, Statement
@@ -194,10 +194,14 @@ class ModuleBuilder:
         return op.index
 
     def build_line_op(self, st: LineOp, parent: Optional[int], loop_depth: int) -> int:
-        """build_op for a one-line op (parsers/mlir_fast.py LINE_OP): the same model from the regex's groups."""
+        """build_op for a one-line op (parsers/mlir_fast.py LINE_OP, LINE_OP0): the same model from its groups."""
         m, text = st.match, self.text
-        op_at, args_at, dict_at, type_at, rest_at, result_at, loc_at = LINE_GROUPS
-        name = m.group(op_at)
+        if m.lastindex == LINE_OP0:  # `scf.yield %a, %b : T0, T1 loc(#loc3)`: no result, no type read
+            args_at, dict_at, loc_at = LINE0_GROUPS
+            name, result = text[st.start:m.start(args_at)], None
+        else:
+            op_at, args_at, dict_at, type_at, rest_at, result_at, loc_at = LINE_GROUPS
+            name, result = m.group(op_at), text[st.start:m.start(op_at) - 3]
         canonical = canonical_op_name(name)
         op = _PendingOp()
         op.index = len(self.ops)
@@ -205,25 +209,16 @@ class ModuleBuilder:
         op.name, op.line, op.parent, op.loop_depth = name, st.line, parent, loop_depth
         op.location = self.attrs.ref_location(m.group(loc_at))
         op.text = text[st.start:st.end].rstrip(" {\n")
-        op.operand_names = operands = []
-        keywords = []
-        args = m.group(args_at)
-        if args:
-            for arg in args[1:].split(", "):  # `%a`, a keyword (`slt`), a number or `dense<...>`: no `, ` inside
-                if arg[0] == "%":
-                    operands.append(arg)
-                elif (arg[0].isalpha() or arg[0] == "_") and "<" not in arg:
-                    keywords.append(arg)
+        op.operand_names, keywords = _line_args(m.group(args_at))
         op.scope = self.scope
-        attrs = {}
-        entries = m.group(dict_at)
-        if entries:  # `{axis = 0 : i32}`: dict_of's {"axis": 0}
-            for entry in entries[1:-1].split(", "):
-                key, _, value = entry.partition(" = ")
-                attrs[key] = int(value.partition(" : ")[0])
+        attrs = _int_dict(m.group(dict_at))
         if keywords:
             attrs["keywords"] = tuple(keywords)
         op.attributes = attrs
+        op.regions = []
+        if result is None:
+            op.results, op.structured = [], True  # _typed_results of no result
+            return op.index
         if m.start(result_at) >= 0:  # `: A -> B`, `: A to B`: B
             spans = [m.span(result_at)]
         else:  # `: A, B`: each
@@ -233,9 +228,7 @@ class ModuleBuilder:
                 spans.extend(found.span(1) for found in _MORE_TYPES.finditer(text, rest_start, rest_end))
         result_types, op.structured = self._typed_results(canonical, 1, keywords, spans, self._span_type,
                                                           self._span_text)
-        op.results = [self._new_value(text[st.start:m.start(op_at) - 3], result_types[0], op.index, "result",
-                                      st.line)]
-        op.regions = []
+        op.results = [self._new_value(result, result_types[0], op.index, "result", st.line)]
         return op.index
 
     def _span_type(self, span: tuple[int, int]):
@@ -332,6 +325,29 @@ class ModuleBuilder:
                     found[short] = Fact(value, Origin(self.path, op.line, key))
             break
         return found
+
+
+def _line_args(args: Optional[str]) -> tuple[list[str], list[str]]:
+    """A LineOp's ` %a, slt, 8, dense<0.0>`: its operands and keywords, as _walk_header finds them."""
+    operands: list[str] = []
+    keywords: list[str] = []
+    if args:
+        for arg in args[1:].split(", "):  # `%a`, a keyword (`slt`), a number or `dense<...>`: no `, ` inside
+            if arg[0] == "%":
+                operands.append(arg)
+            elif (arg[0].isalpha() or arg[0] == "_") and "<" not in arg:
+                keywords.append(arg)
+    return operands, keywords
+
+
+def _int_dict(entries: Optional[str]) -> dict:
+    """A LineOp's `{axis = 0 : i32}`: dict_of's {"axis": 0}."""
+    attrs: dict = {}
+    if entries:
+        for entry in entries[1:-1].split(", "):
+            key, _, value = entry.partition(" = ")
+            attrs[key] = int(value.partition(" : ")[0])
+    return attrs
 
 
 def _pointee(ty):

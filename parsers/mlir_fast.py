@@ -67,18 +67,26 @@ _EOL = r"(?:[\t \x0c]*+\n[\n\t \x0c]*+)?"
 _LOCATION = rf'loc\((?:#[\w$.\-]+\)|{_STRING}(?:\(#[\w$.\-]+\)\)|:\d+:\d+\))){_EOL}'
 # LINE_OP (read_statements(lines=True), for parse_mlir): a whole one-line op, `%x = op args {dict} : types
 # (-> | to) type loc(#ref)` and the newlines after it, in one match; parsers/mlir_build.py reads its groups
-# for the model (a quarter of a TTGIR's lines, three quarters of its ops). It matches only text whose tokens
-# hold no bracket but balanced `<...>`, `<{...}>` and `{...}`, no string, comment, `@`, `-` or location
-# keyword: text the token-by-token reader never declines and reads as lark does.
+# for the model (with LINE_OP0 below, ~90% of the ops of fixtures/caches and fixtures/real_world). It matches
+# only text whose tokens hold no bracket but balanced `<...>`, `<{...}>` and `{...}`, no string, comment, `@`,
+# `-` or location keyword: text the token-by-token reader never declines and reads as lark does.
 _TYPE_CHARS = r"[\w$.#!?+ ,=:]"
 _TYPE = (r"(?!to[ ,\n])[A-Za-z!][\w$.]*+(?:(?<!fused)<(?:" + _TYPE_CHARS + r"|(?<!fused)<(?:" + _TYPE_CHARS
          + r"|\{" + _TYPE_CHARS + r"*+\})*+>)*+>)?")
-_ARG = r"(?>%[\w$.\-]+(?:#\d+)?|dense<[+\w.]+>|[A-Za-z_][\w$.]*+|[-+]?\d+(?:\.\d*(?:[eE][-+]?\d+)?)?)"
+_ARG = r"(?>%[\w$.\-]+(?:#\d+)?|dense<[+\w.]+>|[A-Za-z_][\w$.]*+(?!\()|[-+]?\d+(?:\.\d*(?:[eE][-+]?\d+)?)?)"
 _INT_ENTRY = r"[A-Za-z_][\w$.]* = -?\d+ : [A-Za-z_][\w$.]*"
 _LINE_OP = (r" = (?P<l_op>[A-Za-z_][\w$.]*+)(?P<l_args>(?: " + _ARG + "(?:, " + _ARG
             + r")*+)?+)(?: (?P<l_dict>\{" + _INT_ENTRY + "(?:, " + _INT_ENTRY + r")*+\}))?+ : (?P<l_t1>" + _TYPE
             + ")(?P<l_trest>(?:, " + _TYPE + r")*+)(?: (?:->|to) (?P<l_rt>" + _TYPE
             + r"))?+ loc\((?P<l_loc>#[\w$.\-]++)\)[\t \x0c]*+\n[\n\t \x0c]*+(?P<LINE_OP>)")
+
+# LINE_OP0: an op of no result (`scf.yield`, `tt.store`, `tt.return`), its name dotted (no keyword nor type
+# is), its types optional: they are not read. Its operands are values only: tried at every dotted word, it
+# must not scan on over a list of words (`[a.b, a.b, ...]`) from each of them.
+_VALUE = r"%[\w$.\-]+(?:#\d+)?"
+_LINE_OP0 = (r"(?P<n_args>(?: " + _VALUE + "(?:, " + _VALUE + r")*+)?+)(?: (?P<n_dict>\{" + _INT_ENTRY + "(?:, "
+             + _INT_ENTRY + r")*+\}))?+(?: : " + _TYPE + "(?:, " + _TYPE + r")*+(?: (?:->|to) " + _TYPE
+             + r")?+)?+ loc\((?P<n_loc>#[\w$.\-]++)\)[\t \x0c]*+\n[\n\t \x0c]*+(?P<LINE_OP0>)")
 
 
 def _token_regex(lines: bool) -> re.Pattern:
@@ -89,9 +97,10 @@ def _token_regex(lines: bool) -> re.Pattern:
         ("", value),
         ("LOC", _LOCATION), ("LOC_OPEN", r"loc\("),
         ("CALLSITE_OPEN", r"callsite\("), ("UNKNOWN", r"unknown(?=\))"), ("FUSED", r"fused(?=[<\[])"),
-        ("", r"[A-Za-z_][\w$.]*(?:[\t \x0c]*+[=,:](?P<BARE_P>)|<(?:(?P<dims>(?:\d+|\?)(?:x(?:\d+|\?))*x)?"
+        ("", r"[A-Za-z_](?:" + (r"[\w$]*+\.[\w$.]*+" + _LINE_OP0 + "|" if lines else "")
+             + r"[\w$.]*(?:[\t \x0c]*+[=,:](?P<BARE_P>)|<(?:(?P<dims>(?:\d+|\?)(?:x(?:\d+|\?))*x)?"
              r"(?:(?P<elem>[A-Za-z][\w$.]*)|(?P<ptr>![A-Za-z_][\w$.]*)<(?P<pointee>[A-Za-z][\w$.]*)>)"
-             r"(?:,[\t \x0c]*+(?P<enc>#[\w$.\-]+))?>(?P<SHAPED>)|(?P<PARAM_OPEN>))|(?P<BARE_ID>))"),
+             r"(?:,[\t \x0c]*+(?P<enc>#[\w$.\-]+))?>(?P<SHAPED>)|(?P<PARAM_OPEN>))|(?P<BARE_ID>)))"),
         ("DEF_LOC", r"#[\w$.\-]+[\t \x0c]*+=[\t \x0c]*+" + _LOCATION),
         ("", r"#(?:[A-Za-z_][\w$.]*<(?P<PARAM_REF>)|[\w$.\-]+(?:[\t \x0c]*+[=,:](?P<ATTR_P>)|(?P<ATTR_REF>)))"),
         ("DIMS", r"\d\d*(?:x(?:\d+|\?))*x(?=[A-Za-z!<])"), ("HEX", r"0x[0-9A-Fa-f]+\b"),
@@ -114,6 +123,8 @@ _SHAPED_GROUPS = {regex: tuple(regex.groupindex[name] for name in ("dims", "elem
                   for regex in (_TOKEN, _TOKEN_LINES)}
 LINE_GROUPS = tuple(_TOKEN_LINES.groupindex[name] for name in ("l_op", "l_args", "l_dict", "l_t1", "l_trest",
                                                                 "l_rt", "l_loc"))
+LINE0_GROUPS = tuple(_TOKEN_LINES.groupindex[name] for name in ("n_args", "n_dict", "n_loc"))
+LINE_OP0 = _TOKEN_LINES.groupindex["LINE_OP0"]
 RENAMED = {"PARAM_REF": "PARAM_OPEN", "PARAM_TYPE": "PARAM_OPEN", "SIGNED_FLOAT": "FLOAT", "SIGNED_INT": "INT",
            "QMARK_DIMS": "DIMS"}
 # Whitespace lark's lexer has no terminal for (outside comments and strings, where it may
@@ -190,7 +201,7 @@ def _line_tokens(text: str, start: int, close: int, line: int) -> list:
 # long, complex: lexer, post-lexer and bracket stack in one loop with its state in locals: ~10x lark (docstring)
 def _read(text: str, token: re.Pattern, begin: int = 0, stop: int | None = None, line: int = 1) -> list[Statement]:
     dims_group, elem_group, ptr_group, pointee_group, enc_group = _SHAPED_GROUPS[token]
-    line_loc = LINE_GROUPS[-1]
+    line_loc, line0_loc = LINE_GROUPS[-1], LINE0_GROUPS[-1]
     leaves, openers, closers, special, pairs, punct, locations, line_start = \
         _LEAVES, _OPENERS, _CLOSERS, _SPECIAL, _PAIRS, _PUNCT, ("LOC", "DEF_LOC"), _NEW_STATEMENT
     at_end, from_start = CONTINUES_AT_LINE_END, CONTINUES_FROM_LINE_START
@@ -303,8 +314,8 @@ def _read(text: str, token: re.Pattern, begin: int = 0, stop: int | None = None,
                     held = alert = True
                 line += text.count("\n", close, pos)
             continue
-        elif kind == "LINE_OP":  # a whole one-line op, and the newlines after it
-            close = m.end(line_loc)
+        elif kind == "LINE_OP" or kind == "LINE_OP0":  # a whole one-line op, and the newlines after it
+            close = m.end(line_loc if kind == "LINE_OP" else line0_loc)
             if cur or (stack and stack[-1][0] != "REGION_CLOSE"):  # not first on its line at region level
                 cur.extend(_line_tokens(text, start, close, line))
             else:
@@ -496,5 +507,5 @@ def _plain(items: list) -> bool:
     return True
 
 
-__all__ = ["read_statements", "read_items", "LINE_GROUPS", "LARK_TERMINALS", "RENAMED", "CONTINUES_AT_LINE_END",
-           "CONTINUES_FROM_LINE_START", "is_keyword"]
+__all__ = ["read_statements", "read_items", "LINE_GROUPS", "LINE0_GROUPS", "LINE_OP0", "LARK_TERMINALS", "RENAMED",
+           "CONTINUES_AT_LINE_END", "CONTINUES_FROM_LINE_START", "is_keyword"]

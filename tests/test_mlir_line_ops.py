@@ -1,4 +1,4 @@
-"""One-line ops read whole (parsers/mlir_fast.py LINE_OP, parsers/mlir_build.py build_line_op) give the model
+"""One-line ops read whole (parsers/mlir_fast.py LINE_OP/LINE_OP0, parsers/mlir_build.py build_line_op) give the model
 the token-by-token read gives: every field of every op, value, alias, problem and module attribute."""
 
 from __future__ import annotations
@@ -71,7 +71,10 @@ BODIES = {
     %sel = arith.select %m, %x, %c : tensor<64xi1, #blocked>, tensor<64xf32, #blocked> loc(#loc2)
     %pid = tt.get_program_id x : i32 loc(#loc2)
     %u = arith.addi %undefined, %c1 : i32 loc(#loc9)
-    %w = ttg.async_wait %c1 {num = 0 : i32} : i32 loc(#loc1)""",
+    %w = ttg.async_wait %c1 {num = 0 : i32} : i32 loc(#loc1)
+    tt.store %a, %x, %m : tensor<64x!tt.ptr<f32>, #blocked> loc(#loc1)
+    gpu.barrier loc(#loc2)
+    ttg.local_dealloc %undefined2 : !ttg.memdesc<64xf32, #shared, #smem, mutable> loc(#loc1)""",
     # a line that continues the op line above it: the op is read token by token
     "continued": """\
     %s = tt.splat %n : i32 -> tensor<64xi32, #blocked> loc(#loc2)
