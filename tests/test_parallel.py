@@ -118,3 +118,20 @@ def test_a_streamed_scan_reports_what_a_harvested_one_does():
     streamed = pipeline.ScanRun(cache, jobs=2, stream=True).report()
     whole = pipeline.ScanRun(cache, jobs=2).report()
     assert streamed.kernels == whole.kernels and len(streamed.kernels) == len(harvest(cache).kernels)
+
+
+def test_an_item_added_while_the_results_are_read_goes_to_a_worker(monkeypatch):
+    """A suspected twin that is none (irscope/pipeline/twins.py) is known only once its first kernel's result
+    is read: it goes to a worker, not to a queue the parent works through alone after the workers."""
+    monkeypatch.setattr(pipeline, "analyze_kernel", _pid_and_key)
+    work = _work(12)
+    analyses = pipeline.Analyses(list(enumerate(work[:10])), False, RuleSelection(), jobs=2)
+    done = {}
+    for i, result in analyses:
+        if not done:
+            analyses.add_late((10, work[10]))
+        done[i] = result
+    assert sorted(done) == list(range(11)) and done[10] == (done[10][0], work[10][0].key)
+    assert os.getpid() not in {pid for pid, _ in done.values()}
+    analyses.add_late((11, work[11]))  # the workers are gone: analyzed here
+    assert dict(analyses)[11] == (os.getpid(), work[11][0].key)

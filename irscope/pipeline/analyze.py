@@ -167,18 +167,16 @@ class ScanRun:
             else:
                 missed.append((i, self._work[i]))
         late = Analyses(missed, self.sass, self.selection, jobs=1)
-        unlike: list[int] = []  # suspected twins whose files differ after all
 
         def analyzed() -> Iterator[tuple[int, KernelReport]]:
             for i, result in itertools.chain(self._analyses, late):
                 yield i, result
                 for t in self._twins.pop(i, ()):
                     twin = self.twins.report(result, self._work[i][0], self._work[t][0])
-                    if twin is None:
-                        unlike.append(t)
+                    if twin is None:  # not a twin after all: analyzed, by a worker while they run
+                        self._analyses.add_late((t, self._work[t]))
                     else:
                         yield t, twin
-            yield from Analyses([(t, self._work[t]) for t in unlike], self.sass, self.selection, jobs=1)
 
         for i, result in analyzed():
             if self.store is not None and i in self.keys:
@@ -284,6 +282,7 @@ class Analyses:
         self.futures: dict = {}
         self.streaming, self._handed = streaming, 0  # work[:_handed] is with the workers
         self._refused = False  # the pool took no more: the rest is analyzed here
+        self._started = False  # start() handed the work out
         if not streaming and min(self.jobs, len(self.work)) >= 2 and len(self.work) >= PARALLEL_FROM:
             self._start(min(self.jobs, len(self.work)), len(self.work))
 
@@ -337,8 +336,9 @@ class Analyses:
 
     def start(self) -> None:
         """Hand the work to the workers (once; iterating does it too)."""
-        if self.pool is None or self.futures or self.streaming:
+        if self.pool is None or self._started or self.streaming:
             return
+        self._started = True
         # A family's configs (same kernel name and target) go to one worker together: what they share
         # (layouts, parsed attributes) is then found in that worker's caches. The report's order is the
         # positions', whatever the order of the work.
@@ -351,28 +351,42 @@ class Analyses:
         if self.pool is not None:
             self.pool.shutdown(wait=False, cancel_futures=True)
 
+    def add_late(self, item: tuple[int, Work]) -> None:
+        """One more item while the results are read (a twin that is not one after all): to a worker at once,
+        while the workers run; else it is analyzed here, after the rest."""
+        self.work.append(item)
+        if self.pool is not None and not self._refused and self._handed == len(self.work) - 1:
+            self._hand(len(self.work) - 1, len(self.work))
+
     def __iter__(self) -> Iterator[tuple[int, KernelReport]]:
         if not self.work:
             return  # nothing to analyze: no collection turned on (it walked every result held, ~0.1 s)
-        if self.pool is None:
-            yield from _collecting(lambda: [(i, self.one(w)) for i, w in self.work])
-            return
-        from concurrent.futures import as_completed
+        if self.pool is not None and not self._refused:
+            yield from self._from_workers()
+        while self._handed < len(self.work):  # what no worker took, items added late among it
+            batch, self._handed = self.work[self._handed:], len(self.work)
+            yield from _collecting(lambda batch=batch: [(i, self.one(w)) for i, w in batch])
+
+    def _from_workers(self) -> Iterator[tuple[int, KernelReport]]:
+        from concurrent.futures import FIRST_COMPLETED, wait
         from concurrent.futures.process import BrokenProcessPool
 
         self.start()
-        left = dict(self.futures)
-        rest = self.work[self._handed:]
+        lost: list[tuple[int, Work]] = []  # handed to a worker that died
         try:
-            for future in as_completed(self.futures):
-                results = future.result()
-                yield from zip((i for i, _ in left.pop(future)), results)
+            while self.futures:  # add_late may hand out more while the results are read
+                done, _ = wait(list(self.futures), return_when=FIRST_COMPLETED)
+                for future in done:
+                    results = future.result()
+                    yield from zip((i for i, _ in self.futures.pop(future)), results)
         except BrokenProcessPool:
-            rest += [item for chunk in left.values() for item in chunk]
+            lost = [item for chunk in self.futures.values() for item in chunk]
+            self.futures.clear()
         finally:
+            self._refused = True  # from here on, what comes is analyzed in this process
             self.pool.shutdown(wait=True, cancel_futures=True)
-        if rest:
-            yield from _collecting(lambda: [(i, self.one(w)) for i, w in rest])
+        if lost:
+            yield from _collecting(lambda: [(i, self.one(w)) for i, w in lost])
 
 
 def _chunk_size(count: int, jobs: int) -> int:
