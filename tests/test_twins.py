@@ -119,3 +119,18 @@ def test_a_plugin_rule_turns_twins_off():
             return []
 
     assert Twins(load_rules()).enabled and not Twins(load_rules() + (Plugin,)).enabled
+
+
+def test_a_twin_whose_path_has_as_many_characters_but_more_bytes_is_analyzed_on_its_own(dyt_cache, tmp_path,
+                                                                                          monkeypatch):
+    """A pickle gives each string its length in bytes: a folder renamed to as many characters, one of them
+    not ASCII, must not take its first kernel's report by a byte replacement."""
+    import shutil
+
+    cache = tmp_path / "cache"
+    shutil.copytree(dyt_cache, cache)
+    folder = sorted(p for p in cache.iterdir() if p.is_dir())[-1]
+    folder.rename(folder.with_name("É" + folder.name[1:]))
+    shared, once = _scan(cache, monkeypatch, twins=True)
+    alone, _ = _scan(cache, monkeypatch, twins=False)
+    assert len(once) == 36 - 17 and shared == alone

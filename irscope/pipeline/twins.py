@@ -5,8 +5,8 @@ An autotuning sweep compiles configs that differ in nothing the compiler's outpu
 own hash and folder), and its TTIR, TTGIR, LLVM IR and assembly are byte for byte another's: 291 of
 the bench corpus's 1,016 kernels, 36 of fixtures/real_world's 721. A kernel's analysis reads those
 bytes, its metadata and its folder's path, and never its hash; `num_stages` only appears in the text
-of IRS403's fix (`Rule.quotes_options`). So a twin's report is the first kernel's with the path
-changed: no parse, no rule run.
+of IRS202's and IRS403's fixes (`Rule.quotes_options`). So a twin's report is the first kernel's with
+the path changed: no parse, no rule run.
 
 A twin is only suspected from what the harvest knew (`Twins.fingerprint`: the same name, metadata but
 for its hash and the quoted options, files and sizes, and a path of the same length); it is one once
@@ -32,8 +32,7 @@ class Twins:
     """Which kernels may share a report, for one scan's rules."""
 
     def __init__(self, rules: Sequence[type]) -> None:
-        own = all(r.__module__.startswith(OWN_RULES) for r in rules)
-        self.enabled = own
+        self.enabled = all(r.__module__.startswith(OWN_RULES) for r in rules)
         quoted = {option for r in rules for option in r.quotes_options}
         self.ignored = frozenset({"hash"} | quoted)  # metadata a twin may differ in
         self.quoting = {option: frozenset(r.code for r in rules if option in r.quotes_options) for option in quoted}
@@ -47,15 +46,15 @@ class Twins:
             return None
         metadata = repr({k: v for k, v in kernel.metadata.items() if k not in self.ignored})
         files = tuple((a.stage, os.path.basename(a.path), a.size) for a in kernel.artifacts)
-        return (kernel.name, kernel.layout, kernel.complete, len(kernel.directory), len(kernel.key),
-                os.path.dirname(kernel.directory), metadata, files)
+        return (kernel.name, kernel.layout, kernel.complete, _byte_lengths(kernel), os.path.dirname(kernel.directory),
+                metadata, files)
 
     def report(self, first: KernelReport, harvested: Kernel, twin: Kernel) -> KernelReport | None:
         """The twin's report from the first kernel's, or None when it needs its own analysis: the first's
         report has problems (their messages name files in their own words) or a finding that quotes an
         option the two differ in, or a file the first's analysis read is other bytes in the twin."""
         if first.problems or len(first.kernel.artifacts) != len(twin.artifacts) \
-                or (len(harvested.directory), len(harvested.key)) != (len(twin.directory), len(twin.key)):
+                or _byte_lengths(harvested) != _byte_lengths(twin):
             return None
         for option, codes in self.quoting.items():
             if harvested.metadata.get(option) != twin.metadata.get(option) and any(
@@ -68,9 +67,20 @@ class Twins:
         # are of the same lengths: replacing their bytes in the pickle keeps each string's length, so the
         # pickle stays well formed.
         data = pickle.dumps(replace(first, kernel=None))
-        data = data.replace(harvested.directory.encode(), twin.directory.encode())
-        moved = pickle.loads(data.replace(harvested.key.encode(), twin.key.encode()))
+        data = data.replace(_utf8(harvested.directory), _utf8(twin.directory))
+        moved = pickle.loads(data.replace(_utf8(harvested.key), _utf8(twin.key)))
         return replace(moved, kernel=replace(twin, artifacts=artifacts))
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")  # as pickle writes a str
+
+
+def _byte_lengths(kernel: Kernel) -> tuple[int, int]:
+    """The UTF-8 lengths of the folder and key: a pickle prefixes each string with its length in bytes,
+    so only strings of the same byte length may replace each other in one (a name that is not ASCII can
+    have as many characters and more bytes)."""
+    return len(_utf8(kernel.directory)), len(_utf8(kernel.key))
 
 
 def _same_reads(analyzed: Kernel, harvested: Kernel, twin: Kernel) -> tuple | None:
