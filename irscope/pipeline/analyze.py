@@ -365,7 +365,10 @@ class Analyses:
             yield from self._from_workers()
         while self._handed < len(self.work):  # what no worker took, items added late among it
             batch, self._handed = self.work[self._handed:], len(self.work)
-            yield from _collecting(lambda batch=batch: [(i, self.one(w)) for i, w in batch])
+            yield from self._here(batch)
+
+    def _here(self, items: list[tuple[int, Work]]) -> list[tuple[int, KernelReport]]:
+        return _collecting(lambda: [(i, self.one(w)) for i, w in items])
 
     def _from_workers(self) -> Iterator[tuple[int, KernelReport]]:
         from concurrent.futures import FIRST_COMPLETED, wait
@@ -386,7 +389,7 @@ class Analyses:
             self._refused = True  # from here on, what comes is analyzed in this process
             self.pool.shutdown(wait=True, cancel_futures=True)
         if lost:
-            yield from _collecting(lambda: [(i, self.one(w)) for i, w in lost])
+            yield from self._here(lost)
 
 
 def _chunk_size(count: int, jobs: int) -> int:
