@@ -19,6 +19,7 @@ from irscope.engine.rule import Rule
 from irscope.engine.selection import load_rules
 from irscope.model.serde import to_data
 from irscope.pipeline.harvester import harvest
+import irscope.pipeline.twins as twins_module
 from irscope.pipeline.twins import Twins
 
 
@@ -55,6 +56,22 @@ def test_a_twin_shares_the_first_kernels_analysis_and_reports_the_same(dyt_cache
     assert shared == alone
     pooled, _ = _scan(dyt_cache, monkeypatch, twins=True, jobs=2)  # twins of kernels the workers analyzed
     assert pooled == alone
+
+
+def test_with_workers_a_worker_reads_the_twins_files_not_the_parent(dyt_cache, monkeypatch):
+    """Confirming a twin reads and hashes its files (~2 MB for a GEMM): done by the parent, it kept 16
+    workers waiting on the bench corpus. The workers fork in ScanRun(); what is patched after is the
+    parent's alone."""
+    alone, _ = _scan(dyt_cache, monkeypatch, twins=False)
+    run = analyze.ScanRun(dyt_cache, jobs=2, stream=True)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the parent read a twin's file")
+
+    monkeypatch.setattr(twins_module, "read_artifact", refuse)
+    data = to_data(run.report())
+    data.pop("created")
+    assert data == alone
 
 
 def test_a_suspected_twin_with_other_bytes_is_analyzed_on_its_own(dyt_cache, tmp_path, monkeypatch):

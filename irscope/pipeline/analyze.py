@@ -171,12 +171,10 @@ class ScanRun:
         def analyzed() -> Iterator[tuple[int, KernelReport]]:
             for i, result in itertools.chain(self._analyses, late):
                 yield i, result
-                for t in self._twins.pop(i, ()):
-                    twin = self.twins.report(result, self._work[i][0], self._work[t][0])
-                    if twin is None:  # not a twin after all: analyzed, by a worker while they run
-                        self._analyses.add_late((t, self._work[t]))
-                    else:
-                        yield t, twin
+                twins = self._twins.pop(i, ())
+                if twins:  # confirmed by a worker while they run (it reads the twins' files), else here
+                    yield from self._analyses.add_twins(result, self._work[i][0], [(t, self._work[t]) for t in twins],
+                                                        self.twins)
 
         for i, result in analyzed():
             if self.store is not None and i in self.keys:
@@ -354,9 +352,38 @@ class Analyses:
     def add_late(self, item: tuple[int, Work]) -> None:
         """One more item while the results are read (a twin that is not one after all): to a worker at once,
         while the workers run; else it is analyzed here, after the rest."""
+        live = self._live()
         self.work.append(item)
-        if self.pool is not None and not self._refused and self._handed == len(self.work) - 1:
+        if live:
             self._hand(len(self.work) - 1, len(self.work))
+
+    def add_twins(self, first: KernelReport, harvested: Kernel, items: list[tuple[int, Work]],
+                  twins: Twins) -> list[tuple[int, KernelReport]]:
+        """The suspected twins of a kernel analyzed as `first` (irscope/pipeline/twins.py). While the workers
+        run, one of them reads the twins' files, and analyzes those that are none: the reports come through
+        iteration. Else they are confirmed here and returned; those that are none are analyzed after the rest."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        if self._live():
+            try:
+                future = self.pool.submit(_twin_chunk, first, harvested, [w for _, w in items], twins, self.one)
+            except (OSError, BrokenProcessPool, RuntimeError):
+                self._refused = True
+            else:
+                self.futures[future] = items
+                return []
+        known = []
+        for t, work in items:
+            report = twins.report(first, harvested, work[0])
+            if report is None:
+                self.add_late((t, work))
+            else:
+                known.append((t, report))
+        return known
+
+    def _live(self) -> bool:
+        """Whether the workers take more work now."""
+        return self.pool is not None and not self._refused and self._handed == len(self.work)
 
     def __iter__(self) -> Iterator[tuple[int, KernelReport]]:
         if not self.work:
@@ -409,6 +436,19 @@ def _target_name(kernel: Kernel) -> str:
 
 def _analyze_chunk(work: list[Work], one: Callable[[Work], KernelReport]) -> list[KernelReport]:
     return [one(w) for w in work]
+
+
+def _twin_chunk(first: KernelReport, harvested: Kernel, work: list[Work], twins: Twins,
+                one: Callable[[Work], KernelReport]) -> list[KernelReport]:
+    """In a worker: each suspected twin's report from the first kernel's, or its own analysis when it is none."""
+    return [_twin_report(twins, first, harvested, w) or one(w) for w in work]
+
+
+def _twin_report(twins: Twins, first: KernelReport, harvested: Kernel, work: Work) -> KernelReport | None:
+    try:
+        return twins.report(first, harvested, work[0])
+    except Exception:  # noqa: BLE001 - a twin that cannot be confirmed is analyzed on its own
+        return None
 
 
 # Analysis allocates a lot and frees most of it by reference counting; collecting cycles every
