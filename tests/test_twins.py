@@ -1,7 +1,8 @@
 """Twins (irscope/pipeline/twins.py): kernels whose files are the same bytes share one analysis.
 
 fixtures/real_world's gfx942 liger_kernel_ops holds 18 pairs of `_dyt_*` kernels compiled with
-num_stages 1 and 2: each pair's IR and assembly are byte for byte the same.
+num_stages 1 and 2: each pair's IR and assembly are byte for byte the same. fixtures/twins holds three
+such configs of a GEMM whose IRS202 fix quotes num_stages.
 """
 
 from __future__ import annotations
@@ -33,6 +34,16 @@ def dyt_cache(tmp_path_factory) -> Path:
         tar.extractall(root, members=[m for m in members if str(Path(m.name).parent) in dyt], filter="data")
     (cache,) = {p.parent.parent for p in root.rglob("*.amdgcn")}
     return cache
+
+
+@pytest.fixture(scope="module")
+def quoting_twins(tmp_path_factory) -> Path:
+    """fixtures/twins: one gfx942 GEMM compiled with num_stages 1, 2 and 3 into the same bytes, whose IRS202
+    fix quotes num_stages."""
+    root = tmp_path_factory.mktemp("quoting")
+    with tarfile.open(FIXTURES / "twins" / "gfx942.tar.xz") as tar:
+        tar.extractall(root, filter="data")
+    return root / "gfx942" / "cache"
 
 
 def _scan(cache: Path, monkeypatch, twins: bool, jobs: int = 1):
@@ -72,6 +83,19 @@ def test_with_workers_a_worker_reads_the_twins_files_not_the_parent(dyt_cache, m
     data = to_data(run.report())
     data.pop("created")
     assert data == alone
+
+
+def test_a_twin_in_another_quoted_option_runs_only_the_quoting_rules_again(quoting_twins, monkeypatch):
+    requoted = []
+    real = analyze.quoting_findings
+    monkeypatch.setattr(analyze, "quoting_findings", lambda k, codes, **kw: requoted.append(codes) or real(k, codes, **kw))
+    shared, once = _scan(quoting_twins, monkeypatch, twins=True)
+    alone, each = _scan(quoting_twins, monkeypatch, twins=False)
+    assert len(each) == 3 and len(once) == 1 and requoted == [frozenset({"IRS202", "IRS403"})] * 2
+    assert shared == alone
+    fixes = {k["kernel"]["options"]["num_stages"]["value"]: [f["fix"] for f in k["findings"] if f["code"] == "IRS202"]
+             for k in alone["kernels"]}
+    assert fixes[1] and fixes[1] != fixes[2]  # the twins' own fixes, not the first kernel's
 
 
 def test_a_suspected_twin_with_other_bytes_is_analyzed_on_its_own(dyt_cache, tmp_path, monkeypatch):

@@ -147,5 +147,11 @@ def run_rules(ctx: KernelContext, selection: RuleSelection | None = None) -> tup
         except Exception as exc:  # noqa: BLE001 - one broken rule must not cost the other results
             problems.append(Problem(where, f"rule {cls.code} ({cls.slug}) failed: {type(exc).__name__}: {exc}",
                                     severity="warning"))
-    findings.sort(key=lambda f: (SEVERITIES.index(f.severity), f.code, f.path, f.line or 0))
+    findings.sort(key=finding_order)
     return findings, problems + ctx.problems
+
+
+def finding_order(f: Finding) -> tuple:
+    """A report's order of findings: the most severe first, then by rule, file and line (stable: a rule's
+    findings at one line keep the order it gave them)."""
+    return SEVERITIES.index(f.severity), f.code, f.path, f.line or 0

@@ -21,6 +21,7 @@ from irscope.isa.mix import instruction_mix
 from irscope.model.launches import Launch
 from irscope.ir.layouts.summary import summarize
 from irscope.ir.artifact_shape import shape_problems
+from irscope.model.findings import Finding
 from irscope.model.kernel import Kernel, KernelReport, Problem
 from irscope.occupancy.calculator import kernel_occupancy
 from irscope.model.report import Report
@@ -360,21 +361,21 @@ class Analyses:
     def add_twins(self, first: KernelReport, harvested: Kernel, items: list[tuple[int, Work]],
                   twins: Twins) -> list[tuple[int, KernelReport]]:
         """The suspected twins of a kernel analyzed as `first` (irscope/pipeline/twins.py). While the workers
-        run, one of them reads the twins' files, and analyzes those that are none: the reports come through
-        iteration. Else they are confirmed here and returned; those that are none are analyzed after the rest."""
+        run, they read the twins' files, and analyze those that are none: the reports come through iteration.
+        Else they are confirmed here and returned; those that are none are analyzed after the rest."""
         from concurrent.futures.process import BrokenProcessPool
 
-        if self._live():
+        while items and self._live():  # one task a twin: those that are none are analyzed side by side
             try:
-                future = self.pool.submit(_twin_chunk, first, harvested, [w for _, w in items], twins, self.one)
+                future = self.pool.submit(_twin_chunk, first, harvested, [items[0][1]], twins, self.one)
             except (OSError, BrokenProcessPool, RuntimeError):
                 self._refused = True
             else:
-                self.futures[future] = items
-                return []
+                self.futures[future] = items[:1]
+                items = items[1:]
         known = []
         for t, work in items:
-            report = twins.report(first, harvested, work[0])
+            report = _twin_report(twins, first, harvested, work, self.one)
             if report is None:
                 self.add_late((t, work))
             else:
@@ -441,12 +442,15 @@ def _analyze_chunk(work: list[Work], one: Callable[[Work], KernelReport]) -> lis
 def _twin_chunk(first: KernelReport, harvested: Kernel, work: list[Work], twins: Twins,
                 one: Callable[[Work], KernelReport]) -> list[KernelReport]:
     """In a worker: each suspected twin's report from the first kernel's, or its own analysis when it is none."""
-    return [_twin_report(twins, first, harvested, w) or one(w) for w in work]
+    return [_twin_report(twins, first, harvested, w, one) or one(w) for w in work]
 
 
-def _twin_report(twins: Twins, first: KernelReport, harvested: Kernel, work: Work) -> KernelReport | None:
+def _twin_report(twins: Twins, first: KernelReport, harvested: Kernel, work: Work,
+                 one: Callable[[Work], KernelReport]) -> KernelReport | None:
+    selection, sass = one.keywords["selection"], one.keywords["sass"]
     try:
-        return twins.report(first, harvested, work[0])
+        with one_read_each():  # the reads that confirm it serve the quoting rules too
+            return twins.report(first, harvested, work[0], partial(quoting_findings, sass=sass, selection=selection))
     except Exception:  # noqa: BLE001 - a twin that cannot be confirmed is analyzed on its own
         return None
 
@@ -522,6 +526,24 @@ def analyze_kernel(kernel: Kernel, problems: Sequence[Problem] = (), sass: bool 
 
 def _analyze(kernel: Kernel, problems: Sequence[Problem], sass: bool, rules: RuleSelection | None,
              launches: Sequence[Launch]) -> KernelReport:
+    kernel, context, more, assembly, unknown = _context(kernel, sass, launches)
+    # One CFG and loop analysis per function, for the mix and the rules alike.
+    mix = tuple(instruction_mix(p, fn, context.graph(p, fn)) if (fn := p.function()) else instruction_mix(p)
+                for p in assembly.programs)
+    # Layouts first: a TTGIR that cannot be read is then among the context's problems run_rules returns.
+    layouts = summarize(context.layout_facts) if context.layout_facts is not None else None
+    findings, rule_problems = run_rules(context, rules)
+    specialization = specialization_of(context.ttgir) if context.ttgir is not None else None
+    # dict.fromkeys: one broken file read by two analyses (the .amdgcn for resources and for the ISA) is one problem.
+    return KernelReport(kernel=kernel, resources=context.resources, problems=tuple(dict.fromkeys(
+                        tuple(problems) + tuple(more) + assembly.problems + tuple(unknown) + tuple(rule_problems))),
+                        mix=mix, occupancy=context.occupancy, findings=tuple(findings), layouts=layouts,
+                        launches=tuple(launches), specialization=specialization)
+
+
+def _context(kernel: Kernel, sass: bool, launches: Sequence[Launch]) -> tuple:
+    """(the kernel completed from its IR, its KernelContext, the problems of its resources and files, its
+    assembly, the problems of its occupancy)."""
     # A TRITON_KERNEL_DUMP directory (or a broken json) leaves these to the IR itself.
     if kernel.target is None or kernel.options.num_warps is None or kernel.triton_version is None:
         ir = infer_from_ir(kernel)
@@ -535,16 +557,14 @@ def _analyze(kernel: Kernel, problems: Sequence[Problem], sass: bool, rules: Rul
     more = list(more) + shape_problems(kernel)  # a cut or non-IR .ttir/.llir, which nothing else here parses
     assembly = read_assembly(kernel, sass=sass)
     occupancy, unknown = kernel_occupancy(kernel, resources) if resources is not None else (None, [])
-    context = KernelContext(kernel, resources, assembly.programs, occupancy, launches)
-    # One CFG and loop analysis per function, for the mix and the rules alike.
-    mix = tuple(instruction_mix(p, fn, context.graph(p, fn)) if (fn := p.function()) else instruction_mix(p)
-                for p in assembly.programs)
-    # Layouts first: a TTGIR that cannot be read is then among the context's problems run_rules returns.
-    layouts = summarize(context.layout_facts) if context.layout_facts is not None else None
-    findings, rule_problems = run_rules(context, rules)
-    specialization = specialization_of(context.ttgir) if context.ttgir is not None else None
-    # dict.fromkeys: one broken file read by two analyses (the .amdgcn for resources and for the ISA) is one problem.
-    return KernelReport(kernel=kernel, resources=resources, problems=tuple(dict.fromkeys(tuple(problems) + tuple(more)
-                        + assembly.problems + tuple(unknown) + tuple(rule_problems))), mix=mix, occupancy=occupancy,
-                        findings=tuple(findings), layouts=layouts, launches=tuple(launches),
-                        specialization=specialization)
+    return kernel, KernelContext(kernel, resources, assembly.programs, occupancy, launches), more, assembly, unknown
+
+
+def quoting_findings(kernel: Kernel, codes: frozenset[str], sass: bool,
+                     selection: RuleSelection) -> tuple[Finding, ...] | None:
+    """The findings of the selected rules `codes` alone for `kernel` (a twin whose options those rules quote,
+    irscope/pipeline/twins.py): no mix, layouts or other rule. None when anything in it was a problem. Within
+    the caller's `one_read_each`, the files that confirmed the twin are not read again."""
+    kernel, context, more, assembly, unknown = _context(kernel, sass, ())
+    findings, rule_problems = run_rules(context, RuleSelection.only(*(r for r in selection.rules() if r.code in codes)))
+    return None if more or assembly.problems or unknown or rule_problems else tuple(findings)

@@ -6,7 +6,8 @@ own hash and folder), and its TTIR, TTGIR, LLVM IR and assembly are byte for byt
 the bench corpus's 1,016 kernels, 36 of fixtures/real_world's 721. A kernel's analysis reads those
 bytes, its metadata and its folder's path, and never its hash; `num_stages` only appears in the text
 of IRS202's and IRS403's fixes (`Rule.quotes_options`). So a twin's report is the first kernel's with
-the path changed: no parse, no rule run.
+the path changed: no parse, no rule run. When the two differ in num_stages and the first has such a
+finding, those two rules run again on the twin (its parse, not its mix, layouts or other rules).
 
 A twin is only suspected from what the harvest knew (`Twins.fingerprint`: the same name, metadata but
 for its hash and the quoted options, files and sizes, and a path of the same length); it is one once
@@ -19,13 +20,17 @@ from __future__ import annotations
 import os
 import pickle
 from dataclasses import replace
-from typing import Sequence
+from typing import Callable, Sequence
 
+from irscope.engine.selection import finding_order
 from irscope.model.artifact_reader import read_artifact
 from irscope.model.errors import ArtifactError
+from irscope.model.findings import Finding
 from irscope.model.kernel import Kernel, KernelReport
 
 OWN_RULES = "irscope.rules."  # a plugin's rule may read anything: no twins when one runs
+# (the twin, the codes of the rules that quote an option it differs in) -> those rules' findings for it, or None
+Requote = Callable[[Kernel, frozenset], "tuple[Finding, ...] | None"]
 
 
 class Twins:
@@ -49,17 +54,21 @@ class Twins:
         return (kernel.name, kernel.layout, kernel.complete, _byte_lengths(kernel), os.path.dirname(kernel.directory),
                 metadata, files)
 
-    def report(self, first: KernelReport, harvested: Kernel, twin: Kernel) -> KernelReport | None:
+    def report(self, first: KernelReport, harvested: Kernel, twin: Kernel,
+               requote: Requote | None = None) -> KernelReport | None:
         """The twin's report from the first kernel's, or None when it needs its own analysis: the first's
-        report has problems (their messages name files in their own words) or a finding that quotes an
-        option the two differ in, or a file the first's analysis read is other bytes in the twin."""
+        report has problems (their messages name files in their own words), or a file the first's analysis
+        read is other bytes in the twin. When the two differ in an option that a rule with findings quotes,
+        that rule's findings are the twin's own: `requote(twin, codes)` gives them (None: analyze it)."""
         if first.problems or len(first.kernel.artifacts) != len(twin.artifacts) \
                 or _byte_lengths(harvested) != _byte_lengths(twin):
             return None
-        for option, codes in self.quoting.items():
-            if harvested.metadata.get(option) != twin.metadata.get(option) and any(
-                    f.code in codes for f in first.findings):
-                return None
+        requoted = frozenset(code for option, codes in self.quoting.items()
+                             if harvested.metadata.get(option) != twin.metadata.get(option) for code in codes)
+        if not any(f.code in requoted for f in first.findings):
+            requoted = frozenset()
+        elif requote is None:
+            return None
         artifacts = _same_reads(first.kernel, harvested, twin)
         if artifacts is None:
             return None
@@ -69,7 +78,16 @@ class Twins:
         data = pickle.dumps(replace(first, kernel=None))
         data = data.replace(_utf8(harvested.directory), _utf8(twin.directory))
         moved = pickle.loads(data.replace(_utf8(harvested.key), _utf8(twin.key)))
-        return replace(moved, kernel=replace(twin, artifacts=artifacts))
+        kernel = replace(twin, artifacts=artifacts)
+        if not requoted:
+            return replace(moved, kernel=kernel)
+        # Findings fire the same whatever the quoted options (tests/test_twins.py holds every rule to it): only
+        # the quoting rules run again, and their findings take the place of the first's in the report's order.
+        own = requote(kernel, requoted)
+        if own is None:
+            return None
+        findings = sorted([f for f in moved.findings if f.code not in requoted] + list(own), key=finding_order)
+        return replace(moved, kernel=kernel, findings=tuple(findings))
 
 
 def _utf8(text: str) -> bytes:
