@@ -88,7 +88,8 @@ def test_with_workers_a_worker_reads_the_twins_files_not_the_parent(dyt_cache, m
 def test_a_twin_in_another_quoted_option_runs_only_the_quoting_rules_again(quoting_twins, monkeypatch):
     requoted = []
     real = analyze.quoting_findings
-    monkeypatch.setattr(analyze, "quoting_findings", lambda k, codes, **kw: requoted.append(codes) or real(k, codes, **kw))
+    monkeypatch.setattr(analyze, "quoting_findings",
+                        lambda k, codes, **kw: requoted.append(codes) or real(k, codes, **kw))
     shared, once = _scan(quoting_twins, monkeypatch, twins=True)
     alone, each = _scan(quoting_twins, monkeypatch, twins=False)
     assert len(each) == 3 and len(once) == 1 and requoted == [frozenset({"IRS202", "IRS403"})] * 2
