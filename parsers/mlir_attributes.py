@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable, Optional
 
 from irscope.ir.types import MemDescType, OtherType, PointerType, ScalarType, TensorType
@@ -34,6 +35,38 @@ class RawAttribute:
 
     def __str__(self) -> str:
         return self.text
+
+
+@dataclass(frozen=True)
+class ReadLayout:
+    """An alias's `#ttg.blocked<{...}>` read before the token tree (parsers/mlir_trailing.py): the layout
+    layout_of gives for `raw`, its text. Its alias resolves to it as to the layout of its tokens."""
+
+    layout: object
+    raw: str
+
+
+@lru_cache(maxsize=1024)
+def layout_of(raw: str) -> object:
+    """The layout of an alias body `#ttg.blocked<{...}>` that names no alias (no `#` after the first), as
+    AttributeReader.value_of reads its tokens; None where that is not a known layout. Keyed by the text: the
+    configs of a family, and most kernels, define the same few. Known layouts are frozen all through."""
+    from irscope.ir.layouts.encodings import Layout, UnknownLayout
+
+    if "#" in raw[1:]:
+        return None
+    try:
+        items = read_items(raw, 0, len(raw))
+    except Exception:  # noqa: BLE001  # text the tokens do not read alone: the reader reads the line
+        return None
+    if len(items) != 1 or type(items[0]) is not Param:
+        return None
+    value = AttributeReader(raw, _no_alias, [], "").value_of(items)
+    return value if isinstance(value, Layout) and not isinstance(value, UnknownLayout) else None
+
+
+def _no_alias(name: str) -> None:
+    return None
 
 
 # Location and SourceFrame are frozen dataclasses; their __init__ sets each field through object.__setattr__.
@@ -98,8 +131,11 @@ class AttributeReader:
             return RawAttribute(name)
         self._resolving.add(name)
         try:
-            if len(items) == 1 and isinstance(items[0], LocNode):
-                value = self.location(items[0])
+            only = items[0] if len(items) == 1 else None
+            if isinstance(only, LocNode):
+                value = self.location(only)
+            elif type(only) is ReadLayout:  # as dialect_attribute would give its tokens' layout
+                value = self._layouts.setdefault(only.raw, only.layout)
             elif name.startswith("!"):
                 value = self.type_of(items)
             else:

@@ -12,6 +12,7 @@ definition (a graph region, a branch back to an earlier block) still finds it.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Callable, Optional
 
 from irscope.ir.types import ASYNC_TOKEN, OtherType, PointerType, ScalarType, TensorType, with_element
@@ -202,15 +203,14 @@ class ModuleBuilder:
         else:
             op_at, args_at, dict_at, type_at, rest_at, result_at, loc_at = LINE_GROUPS
             name, result = m.group(op_at), text[st.start:m.start(op_at) - 3]
-        canonical = canonical_op_name(name)
         op = _PendingOp()
-        op.index = len(self.ops)
+        op.index = index = len(self.ops)
         self.ops.append(op)
         op.name, op.line, op.parent, op.loop_depth = name, st.line, parent, loop_depth
         op.location = self.attrs.ref_location(m.group(loc_at))
         op.text = text[st.start:st.end].rstrip(" {\n")
         op.operand_names, keywords = _line_args(m.group(args_at))
-        op.scope = self.scope
+        op.scope = scope = self.scope
         attrs = _int_dict(m.group(dict_at))
         if keywords:
             attrs["keywords"] = tuple(keywords)
@@ -218,7 +218,7 @@ class ModuleBuilder:
         op.regions = []
         if result is None:
             op.results, op.structured = [], True  # _typed_results of no result
-            return op.index
+            return index
         if m.start(result_at) >= 0:  # `: A -> B`, `: A to B`: B
             spans = [m.span(result_at)]
         else:  # `: A, B`: each
@@ -226,16 +226,24 @@ class ModuleBuilder:
             rest_start, rest_end = m.span(rest_at)
             if rest_start < rest_end:
                 spans.extend(found.span(1) for found in _MORE_TYPES.finditer(text, rest_start, rest_end))
-        result_types, op.structured = self._typed_results(canonical, 1, keywords, spans, self._span_type,
-                                                          self._span_text)
-        op.results = [self._new_value(result, result_types[0], op.index, "result", st.line)]
-        return op.index
-
-    def _span_type(self, span: tuple[int, int]):
-        return self.attrs.type_at(*span)
-
-    def _span_text(self, span: tuple[int, int]) -> str:
-        return self.text[span[0]:span[1]]
+        rule = _line_result(name, len(spans))
+        if rule == "token":
+            ty = ASYNC_TOKEN
+        else:  # every written type is read, as _typed_results reads them, whichever gives the result's
+            type_of = self.attrs.type_at
+            written = [type_of(start, end) for start, end in spans]
+            if rule == "first":
+                ty = written[0]
+            elif rule == "last":
+                ty = written[-1]
+            else:
+                ty = None if rule == "none" else _LINE_RESULT_TYPE[rule](written[0], text[spans[-1][0]:spans[-1][1]])
+        op.structured = rule != "none"
+        vid = len(self.values)  # _new_value, inlined
+        self.values.append(_value(vid, result, ty, index, "result", st.line))
+        self.scope_tables[scope].setdefault(result, vid)
+        op.results = [vid]
+        return index
 
     def _attributes(self, syntax) -> dict:
         attrs: dict = {}
@@ -292,7 +300,9 @@ class ModuleBuilder:
         return [None] * count, False
 
     # -- the whole file ----------------------------------------------------------------
-    def build(self, statements: list[Statement], trailing: list[tuple[str, LocNode]] = ()) -> MlirModule:
+    def build(self, statements: list[Statement], trailing: list[tuple[str, LocNode]] = (),
+              leading: list[tuple[str, list]] = ()) -> MlirModule:
+        self.alias_defs.update(leading)
         top = self.collect_aliases(statements)
         for name, node in trailing:
             self.alias_defs[name] = [node]
@@ -350,6 +360,26 @@ def _int_dict(entries: Optional[str]) -> dict:
     return attrs
 
 
+@lru_cache(maxsize=1024)
+def _line_result(name: str, written: int) -> str:
+    """What ModuleBuilder._typed_results gives a LineOp's one result from its `written` types (>= 1), decided
+    once per op name and count: "token", "first" or "last" written type, "none", or a _LINE_RESULT_TYPE key."""
+    canonical = canonical_op_name(name)
+    if canonical in TOKEN_RESULT or canonical.startswith(TOKEN_ONLY_PREFIXES) or "copy_global_to_local" in canonical:
+        return "token"
+    if canonical in REPEATED_RESULT and written == 1:
+        return "first"
+    if canonical == "tt.make_tensor_descriptor":
+        return "descriptor"
+    if canonical in POINTEE_RESULT and written == 1:
+        return "pointee"
+    if canonical in I1_RESULT and written == 1:
+        return "i1"
+    if written == 1 or canonical in FIRST_TYPE_RESULT:
+        return "first"
+    return "last" if canonical in LAST_TYPE_RESULT else "none"
+
+
 def _pointee(ty):
     if isinstance(ty, TensorType) and isinstance(ty.element, PointerType):
         return with_element(ty, ty.element.pointee)
@@ -358,12 +388,21 @@ def _pointee(ty):
     return None
 
 
+# A LineOp's result type from its first written type and the text of its last (_typed_results' other branches).
+_LINE_RESULT_TYPE: dict[str, Callable] = {
+    "descriptor": lambda first, last_text: OtherType("!tt.tensordesc" + last_text),
+    "pointee": lambda first, last_text: _pointee(first),
+    "i1": lambda first, last_text: with_element(first, ScalarType("i1")),
+}
+
+
 def build_module(statements: list[Statement], text: str, path: str, problems: list[Problem],
-                 trailing: list[tuple[str, LocNode]] = ()) -> MlirModule:
-    """trailing: the `#loc` aliases defined after `statements` (parsers/mlir_trailing.py), in order."""
+                 trailing: list[tuple[str, LocNode]] = (), leading: list[tuple[str, list]] = ()) -> MlirModule:
+    """trailing: the `#loc` aliases defined after `statements`, leading: the aliases before them, as the
+    reader's alias statements define them (parsers/mlir_trailing.py), in order."""
     builder = ModuleBuilder(text, path)
     builder.problems.extend(problems)
-    return builder.build(statements, trailing)
+    return builder.build(statements, trailing, leading)
 
 
 __all__ = ["build_module"]

@@ -168,16 +168,17 @@ class _Decline(Exception):
 
 
 
-def read_statements(text: str, lines: bool = False) -> list[Statement] | None:
+def read_statements(text: str, lines: bool = False, begin: int = 0, line: int = 1) -> list[Statement] | None:
     """The statements lark's reader would build for `text`, or None where only lark can tell.
 
-    lines: one-line ops as LineOp nodes (parsers/mlir_build.py builds the model from them, not lark)."""
+    lines: one-line ops as LineOp nodes (parsers/mlir_build.py builds the model from them, not lark).
+    begin, line: where to start (a line's start, after statements read otherwise) and that line's number."""
     collecting = gc.isenabled()
     gc.disable()  # the tree has no cycles: collections while it grows would only walk it again and again
     try:
         if odd_space(text):
             raise _Decline
-        return _read(text, _TOKEN_LINES if lines else _TOKEN)
+        return _read(text, _TOKEN_LINES if lines else _TOKEN, begin, None, line)
     except Exception:  # _Decline, or input this reader did not foresee: lark reads it, as it always did
         return None
     finally:
