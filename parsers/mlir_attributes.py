@@ -74,6 +74,7 @@ def _no_alias(name: str) -> None:
 _new = object.__new__
 _EMPTY = Location()
 _UNKNOWN = object()  # not in a cache
+_MATCH = type(re.match("", ""))
 
 
 def _location(frames: tuple, names: tuple) -> Location:
@@ -134,6 +135,8 @@ class AttributeReader:
             only = items[0] if len(items) == 1 else None
             if isinstance(only, LocNode):
                 value = self.location(only)
+            elif type(only) is _MATCH:  # a `#loc` line's match (parsers/mlir_trailing.py)
+                value = self.line_location(only)
             elif type(only) is ReadLayout:  # as dialect_attribute would give its tokens' layout
                 value = self._layouts.setdefault(only.raw, only.layout)
             elif name.startswith("!"):
@@ -321,6 +324,28 @@ class AttributeReader:
         if value is None:
             value = self.alias_value(name)
         return value if isinstance(value, Location) else Location()
+
+    def line_location(self, m: re.Match) -> Location:
+        """location() of the LocNode of a `#loc` line's _BODY match (parsers/mlir_trailing.py _loc_node), read
+        from its groups: each `#locN` of a TTGIR (~120) is resolved once, in the order location() would."""
+        name, unknown, ref, callee, caller, label, inner, file, row, col, fused = m.groups()[:11]
+        if label is not None:  # loc("a_ptr"(#loc))
+            inner_loc = self.ref_location(inner)
+            return _location(inner_loc.frames, (label[1:-1], *inner_loc.names))
+        if file is not None:
+            frame = _new(SourceFrame)
+            frame.__dict__.update(file=file[1:-1], line=int(row), column=int(col))
+            return _location((frame,), ())
+        if callee is not None:
+            callee_loc, caller_loc = self.ref_location(callee), self.ref_location(caller)
+            return _location(callee_loc.frames + caller_loc.frames, caller_loc.names + callee_loc.names)
+        if ref is not None:
+            return self.ref_location(ref)
+        if unknown is not None:
+            return Location()
+        parts = [self.ref_location(part) for part in fused.split(", ")]
+        frames = next((p.frames for p in parts if p.frames), ())
+        return Location(frames, tuple(n for p in parts for n in p.names))
 
     def location(self, node: LocNode) -> Location:
         kind, args = node.kind, node.args

@@ -289,7 +289,7 @@ class ModuleBuilder:
         return [None] * count, False
 
     # -- the whole file ----------------------------------------------------------------
-    def build(self, statements: list[Statement], trailing: list[tuple[str, LocNode]] = (),
+    def build(self, statements: list[Statement], trailing: list[tuple[str, object]] = (),
               leading: list[tuple[str, list]] = ()) -> MlirModule:
         self.alias_defs.update(leading)
         top = self.collect_aliases(statements)
@@ -390,9 +390,9 @@ _LINE_RESULT_TYPE: dict[str, Callable] = {
 
 
 def build_module(statements: list[Statement], text: str, path: str, problems: list[Problem],
-                 trailing: list[tuple[str, LocNode]] = (), leading: list[tuple[str, list]] = ()) -> MlirModule:
-    """trailing: the `#loc` aliases defined after `statements`, leading: the aliases before them, as the
-    reader's alias statements define them (parsers/mlir_trailing.py), in order."""
+                 trailing: list[tuple[str, object]] = (), leading: list[tuple[str, list]] = ()) -> MlirModule:
+    """trailing: the `#loc` aliases defined after `statements` (a LocNode or its line's match), leading: the
+    aliases before them, as the reader's alias statements define them (parsers/mlir_trailing.py), in order."""
     builder = ModuleBuilder(text, path)
     builder.problems.extend(problems)
     return builder.build(statements, trailing, leading)

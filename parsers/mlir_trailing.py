@@ -44,11 +44,18 @@ def _ends_statement(text: str, cut: int) -> bool:
 
 def split_trailing_locations(text: str) -> tuple[int, list[tuple[str, LocNode]]]:
     """Where the run of `#loc` lines that ends `text` starts (len(text): none), and its aliases in order."""
+    cut, found = trailing_location_lines(text)
+    line = text.count("\n", 0, cut) + 1
+    return cut, [(name, _loc_node(m, text, line + i)) for i, (name, m) in enumerate(found)]
+
+
+def trailing_location_lines(text: str) -> tuple[int, list[tuple[str, re.Match]]]:
+    """split_trailing_locations with each alias's line as its match of _BODY, not as a LocNode: parse_mlir's
+    model reads the location from its groups (parsers/mlir_attributes.py line_location), ~2x sooner."""
     cut = text.rfind("\n}") + 1  # the module's last line: Triton writes the aliases after it
     cut = text.find("\n", cut) + 1 if cut else 0
     if cut == 0 or not _ends_statement(text, cut) or odd_space(text[cut:]):
         return len(text), []
-    line = text.count("\n", 0, cut) + 1
     found = []
     at, end = cut, len(text)
     while at < end:  # `_BODY\n` lines to the end, each matched once (the last may lack its `\n`): else none
@@ -58,8 +65,7 @@ def split_trailing_locations(text: str) -> tuple[int, list[tuple[str, LocNode]]]
         at = m.end()
         if text[at - 1] != "\n" and at != end:
             return end, []
-        found.append((m.group(1), _loc_node(m, text, line)))
-        line += 1
+        found.append((m.group(1), m))
     return cut, found
 
 
@@ -92,7 +98,7 @@ _BODY_GROUPS = 11
 
 def split_leading_aliases(text: str) -> tuple[int, int, list[tuple[str, list]]]:
     """Where the run of alias lines that starts `text` ends (0: none), the number of the line after it, and the
-    aliases as the reader's statements would define them: (name, [LocNode | ReadLayout | ATTR_REF Tok]).
+    aliases as the reader's statements would define them: (name, [_BODY match | ReadLayout | ATTR_REF Tok]).
 
     The run ends at a line of another form; the text after must start a statement (`module`, an alias), so that
     reading from there gives the reader's statements for it."""
@@ -101,8 +107,8 @@ def split_leading_aliases(text: str) -> tuple[int, int, list[tuple[str, list]]]:
         m = _LEADING.match(text, at)
         if m is None:
             break
-        if m.start(1) >= 0:
-            item = _loc_node(m, text, line)
+        if m.start(1) >= 0:  # a location: its match, read as trailing_location_lines' are
+            item = m
             name = m.group(1)
         else:
             name, raw, other = m.group(_BODY_GROUPS + 1, _BODY_GROUPS + 2, _BODY_GROUPS + 3)
@@ -121,4 +127,4 @@ def split_leading_aliases(text: str) -> tuple[int, int, list[tuple[str, list]]]:
     return at, line, found
 
 
-__all__ = ["split_trailing_locations", "split_leading_aliases"]
+__all__ = ["split_trailing_locations", "trailing_location_lines", "split_leading_aliases"]
