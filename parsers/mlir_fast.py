@@ -219,6 +219,13 @@ def _read(text: str, token: re.Pattern, begin: int = 0, stop: int | None = None,
     for m in token.finditer(text, begin, len(text) if stop is None else stop):
         kind = m.lastgroup
         start, pos = m.end(1), m.end()
+        if held and (kind == "LINE_OP" or kind == "LINE_OP0") and len(cur) == 1 and type(cur[0]) is LineOp \
+                and not region_nl:  # the usual: a one-line op after another, which it ends, as below at once
+            stmts.append(cur[0])
+            close = m.end(line_loc if kind == "LINE_OP" else line0_loc)
+            cur, head = [LineOp(m, start, close, line)], kind  # held and alert stay set, `last` "RPAR"
+            line += text.count("\n", close, pos)
+            continue
         if alert or kind in special:  # MlirPostLexer's decisions; most tokens need none
             if held and kind in line_start:  # the usual: a line that starts a statement ends the one above
                 _end_statement(cur, stmts, region_nl)
