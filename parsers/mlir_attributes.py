@@ -9,7 +9,9 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable, Optional
 
 from irscope.ir.types import MemDescType, OtherType, PointerType, ScalarType, TensorType
@@ -35,11 +37,44 @@ class RawAttribute:
         return self.text
 
 
+@dataclass(frozen=True)
+class ReadLayout:
+    """An alias's `#ttg.blocked<{...}>` read before the token tree (parsers/mlir_trailing.py): the layout
+    layout_of gives for `raw`, its text. Its alias resolves to it as to the layout of its tokens."""
+
+    layout: object
+    raw: str
+
+
+@lru_cache(maxsize=1024)
+def layout_of(raw: str) -> object:
+    """The layout of an alias body `#ttg.blocked<{...}>` that names no alias (no `#` after the first), as
+    AttributeReader.value_of reads its tokens; None where that is not a known layout. Keyed by the text: the
+    configs of a family, and most kernels, define the same few. Known layouts are frozen all through."""
+    from irscope.ir.layouts.encodings import Layout, UnknownLayout
+
+    if "#" in raw[1:]:
+        return None
+    try:
+        items = read_items(raw, 0, len(raw))
+    except Exception:  # noqa: BLE001  # text the tokens do not read alone: the reader reads the line
+        return None
+    if len(items) != 1 or type(items[0]) is not Param:
+        return None
+    value = AttributeReader(raw, _no_alias, [], "").value_of(items)
+    return value if isinstance(value, Layout) and not isinstance(value, UnknownLayout) else None
+
+
+def _no_alias(name: str) -> None:
+    return None
+
+
 # Location and SourceFrame are frozen dataclasses; their __init__ sets each field through object.__setattr__.
 # A file resolves ~150 locations: their fields go into a new instance's __dict__ at once, as __init__ would.
 _new = object.__new__
 _EMPTY = Location()
 _UNKNOWN = object()  # not in a cache
+_MATCH = type(re.match("", ""))
 
 
 def _location(frames: tuple, names: tuple) -> Location:
@@ -47,6 +82,17 @@ def _location(frames: tuple, names: tuple) -> Location:
     loc.__dict__.update(frames=frames, names=names)
     return loc
 
+
+# The written types most LineOps have (~70% of a TTGIR's distinct ones), read by one match rather than as tokens:
+# `i32`, `!tt.ptr<f16>`, `tensor<128x64x!tt.ptr<f16>, #blocked>` (or an inline `#ttg.slice<{...}>`, whose text
+# alone is read as tokens), `!ttg.memdesc<64x64xf16, #shared, #smem, mutable>`. Each gives what _read_type gives
+# for the tokens the fast reader reads from the same text.
+_ELEMENT = r"[A-Za-z][\w$.]*|!tt\.ptr<[A-Za-z][\w$.]*>"
+_WRITTEN_TYPE = re.compile(
+    r"(?P<word>[A-Za-z_][\w$.]*)|!tt\.ptr<(?P<pointee>[A-Za-z][\w$.]*)>"
+    rf"|tensor<(?P<dims>\d+(?:x\d+)*)x(?P<elem>{_ELEMENT})(?:, (?:(?P<enc>#[\w$.\-]+)|(?P<inline>#[A-Za-z_].*)))?>"
+    rf"|!ttg\.memdesc<(?P<mdims>\d+(?:x\d+)*)x(?P<melem>{_ELEMENT}), (?P<menc>#[\w$.\-]+), (?P<space>#[\w$.\-]+)"
+    r"(?P<mutable>, mutable)?>")
 
 # Aliases resolved inside the resolution of another: Triton's chains (`#loc12 = loc(callsite(#loc10
 # at #loc11))`) are as long as the inlining is deep, a handful; 3,000 overflowed Python's stack.
@@ -86,8 +132,13 @@ class AttributeReader:
             return RawAttribute(name)
         self._resolving.add(name)
         try:
-            if len(items) == 1 and isinstance(items[0], LocNode):
-                value = self.location(items[0])
+            only = items[0] if len(items) == 1 else None
+            if isinstance(only, LocNode):
+                value = self.location(only)
+            elif type(only) is _MATCH:  # a `#loc` line's match (parsers/mlir_trailing.py)
+                value = self.line_location(only)
+            elif type(only) is ReadLayout:  # as dialect_attribute would give its tokens' layout
+                value = self._layouts.setdefault(only.raw, only.layout)
             elif name.startswith("!"):
                 value = self.type_of(items)
             else:
@@ -172,7 +223,45 @@ class AttributeReader:
         key = self.text[start:end]
         known = self._types.get(key, _UNKNOWN)
         if known is _UNKNOWN:
-            known = self._types[key] = self._read_type(read_items(self.text, start, end), key)
+            known = self._written_type(key, start)
+            if known is _UNKNOWN:
+                known = self._read_type(read_items(self.text, start, end), key)
+            self._types[key] = known
+        return known
+
+    def _written_type(self, key: str, start: int) -> object:
+        """_read_type of the type `key` (at `start` in the text) for the forms of _WRITTEN_TYPE, else _UNKNOWN."""
+        m = _WRITTEN_TYPE.fullmatch(key)
+        if m is None:
+            return _UNKNOWN
+        word, pointee, dims, elem, enc, inline, mdims, melem, menc, space, mutable = m.groups()
+        if word is not None:
+            return ScalarType(word)
+        if pointee is not None:
+            return PointerType(self._element(pointee), 1)
+        if dims is not None:
+            element = self._element(elem)
+            if inline is not None:  # `#ttg.slice<{...}>`: as its tokens, if they are one `#name<...>`
+                at = start + m.start("inline")
+                try:
+                    items = read_items(self.text, at, at + len(inline))
+                except Exception:  # noqa: BLE001  # text the tokens would not read alone: read the whole
+                    return _UNKNOWN
+                if len(items) != 1 or type(items[0]) is not Param or items[0].end != at + len(inline):
+                    return _UNKNOWN
+                return TensorType(_shape(dims), element, self.value_of(items), inline)
+            return TensorType(_shape(dims), element, self.alias_value(enc) if enc else None, enc)
+        element = self._element(melem)
+        encoding = self.alias_value(menc)
+        space_name = getattr(self.alias_value(space), "name", None) or space
+        return MemDescType(_shape(mdims), element, encoding, space_name, mutable is not None, (), menc)
+
+    def _element(self, key: str) -> object:
+        """type_of a _WRITTEN_TYPE's element, `f16` or `!tt.ptr<f16>`, cached alike."""
+        known = self._types.get(key, _UNKNOWN)
+        if known is _UNKNOWN:
+            known = PointerType(self._element(key[8:-1]), 1) if key[0] == "!" else ScalarType(key)
+            self._types[key] = known
         return known
 
     def _read_type(self, items: list, text: str) -> object:
@@ -236,6 +325,28 @@ class AttributeReader:
             value = self.alias_value(name)
         return value if isinstance(value, Location) else Location()
 
+    def line_location(self, m: re.Match) -> Location:
+        """location() of the LocNode of a `#loc` line's _BODY match (parsers/mlir_trailing.py _loc_node), read
+        from its groups: each `#locN` of a TTGIR (~120) is resolved once, in the order location() would."""
+        name, unknown, ref, callee, caller, label, inner, file, row, col, fused = m.groups()[:11]
+        if label is not None:  # loc("a_ptr"(#loc))
+            inner_loc = self.ref_location(inner)
+            return _location(inner_loc.frames, (label[1:-1], *inner_loc.names))
+        if file is not None:
+            frame = _new(SourceFrame)
+            frame.__dict__.update(file=file[1:-1], line=int(row), column=int(col))
+            return _location((frame,), ())
+        if callee is not None:
+            callee_loc, caller_loc = self.ref_location(callee), self.ref_location(caller)
+            return _location(callee_loc.frames + caller_loc.frames, caller_loc.names + callee_loc.names)
+        if ref is not None:
+            return self.ref_location(ref)
+        if unknown is not None:
+            return Location()
+        parts = [self.ref_location(part) for part in fused.split(", ")]
+        frames = next((p.frames for p in parts if p.frames), ())
+        return Location(frames, tuple(n for p in parts for n in p.names))
+
     def location(self, node: LocNode) -> Location:
         kind, args = node.kind, node.args
         if kind == "ref":
@@ -256,3 +367,7 @@ class AttributeReader:
             frames = next((p.frames for p in parts if p.frames), ())
             return Location(frames, tuple(n for p in parts for n in p.names))
         return Location()
+
+
+def _shape(dims: str) -> tuple:
+    return tuple(int(d) for d in dims.split("x"))

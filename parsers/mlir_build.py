@@ -12,6 +12,7 @@ definition (a graph region, a branch back to an earlier block) still finds it.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Callable, Optional
 
 from irscope.ir.types import ASYNC_TOKEN, OtherType, PointerType, ScalarType, TensorType, with_element
@@ -30,25 +31,20 @@ _MORE_TYPES = re.compile(r", ([^<>,]+(?:<(?:[^<>]|<(?:[^<>]|<[^<>]*>)*>)*>)?)")
 _MODULE_ATTRS = ("num-warps", "threads-per-warp", "num-ctas", "target", "shared")
 
 
-class _PendingOp:
-    """An op being built: ids are known, operand names resolve once the file is read."""
-
-    __slots__ = ("index", "name", "results", "operand_names", "attributes", "regions", "line", "location",
-                 "parent", "loop_depth", "structured", "text", "scope")
-
-    def freeze(self, operands: tuple[int, ...]) -> Op:
-        op = _new(Op)
-        op.__dict__.update(index=self.index, name=self.name, results=tuple(self.results), operands=operands,
-                           attributes=self.attributes, regions=tuple(self.regions), line=self.line,
-                           location=self.location, parent=self.parent, loop_depth=self.loop_depth,
-                           structured=self.structured, text=self.text)
-        return op
-
-
 # Op and Value are frozen dataclasses; their __init__ sets each field through object.__setattr__,
 # ~2.6 and 1.3 us, a tenth of the build. A file builds one per op and value, so here their
 # fields go into a new instance's __dict__ at once, in field order, as __init__ would put them.
 _new = object.__new__
+
+
+def _op(index: int, name: str, results: tuple, attributes: dict, line: int, location, parent: Optional[int],
+        loop_depth: int, structured: bool, text: str) -> Op:
+    """An Op whose operands (and, for build_op, regions) are set once known, in its __dict__: the op is new."""
+    op = _new(Op)
+    op.__dict__.update(index=index, name=name, results=results, operands=(), attributes=attributes, regions=(),
+                       line=line, location=location, parent=parent, loop_depth=loop_depth, structured=structured,
+                       text=text)
+    return op
 
 
 def _value(vid: int, name: str, ty, owner: int, kind: str, line: int) -> Value:
@@ -61,7 +57,8 @@ class ModuleBuilder:
     def __init__(self, text: str, path: str) -> None:
         self.text = text
         self.path = path
-        self.ops: list[_PendingOp] = []
+        self.ops: list[Op] = []
+        self.uses: list[tuple[list[str], int]] = []  # per op: its operands' names, the region they resolve in
         self.values: list[Value] = []
         self.problems: list[Problem] = []
         # One name table per region, and the region it is nested in (-1: none). Triton reuses a
@@ -165,20 +162,18 @@ class ModuleBuilder:
                                          "warning"))
             return None
         canonical = canonical_op_name(syntax.name)
-        op = _PendingOp()
-        op.index = len(self.ops)
+        index = len(self.ops)
+        location = self.attrs.location(syntax.location) if syntax.location else None
+        op = _op(index, syntax.name, (), {}, st.line, location, parent, loop_depth, True,
+                 self.text[st.start: syntax.header_end or st.end].rstrip(" {\n"))
         self.ops.append(op)
-        op.name, op.line, op.parent, op.loop_depth = syntax.name, st.line, parent, loop_depth
-        op.location = self.attrs.location(syntax.location) if syntax.location else None
-        op.text = self.text[st.start: syntax.header_end or st.end].rstrip(" {\n")
-        op.operand_names = syntax.operands
-        op.scope = self.scope
-        op.attributes = self._attributes(syntax)
-        result_types, op.structured = self._result_types(syntax, canonical)
-        op.results = []
+        self.uses.append((syntax.operands, self.scope))
+        fields = op.__dict__  # Op is frozen: its fields are filled in here, as they are read
+        fields["attributes"] = self._attributes(syntax)
+        result_types, fields["structured"] = self._result_types(syntax, canonical)
         flat_names = [name if count == 1 else f"{name}#{i}" for name, count in syntax.results for i in range(count)]
-        for name, ty in zip(flat_names, result_types):
-            op.results.append(self._new_value(name, ty, op.index, "result", st.line))
+        fields["results"] = tuple([self._new_value(name, ty, index, "result", st.line)
+                                   for name, ty in zip(flat_names, result_types)])
         if canonical == "scf.for" and syntax.header_defs and syntax.header_defs[0]:
             first = syntax.header_defs[0][0]
             if first.init is None and syntax.induction_type_items:
@@ -188,10 +183,10 @@ class ModuleBuilder:
             arg_attrs = [self.attrs.dict_of(d.attributes) if d.attributes else {}
                          for defs in syntax.header_defs[:1] for d in defs]
             if arg_attrs:
-                op.attributes = {**op.attributes, "arg_attrs": tuple(arg_attrs)}
-        op.regions = [self.build_block_list(region.statements, op.index, inner_depth, defs)
-                      for region, defs in zip(syntax.regions, syntax.header_defs)]
-        return op.index
+                fields["attributes"] = {**fields["attributes"], "arg_attrs": tuple(arg_attrs)}
+        fields["regions"] = tuple([self.build_block_list(region.statements, index, inner_depth, defs)
+                                   for region, defs in zip(syntax.regions, syntax.header_defs)])
+        return index
 
     def build_line_op(self, st: LineOp, parent: Optional[int], loop_depth: int) -> int:
         """build_op for a one-line op (parsers/mlir_fast.py LINE_OP, LINE_OP0): the same model from its groups."""
@@ -202,23 +197,17 @@ class ModuleBuilder:
         else:
             op_at, args_at, dict_at, type_at, rest_at, result_at, loc_at = LINE_GROUPS
             name, result = m.group(op_at), text[st.start:m.start(op_at) - 3]
-        canonical = canonical_op_name(name)
-        op = _PendingOp()
-        op.index = len(self.ops)
-        self.ops.append(op)
-        op.name, op.line, op.parent, op.loop_depth = name, st.line, parent, loop_depth
-        op.location = self.attrs.ref_location(m.group(loc_at))
-        op.text = text[st.start:st.end].rstrip(" {\n")
-        op.operand_names, keywords = _line_args(m.group(args_at))
-        op.scope = self.scope
+        index = len(self.ops)
+        location = self.attrs.ref_location(m.group(loc_at))
+        operand_names, keywords = _line_args(m.group(args_at))
         attrs = _int_dict(m.group(dict_at))
         if keywords:
             attrs["keywords"] = tuple(keywords)
-        op.attributes = attrs
-        op.regions = []
-        if result is None:
-            op.results, op.structured = [], True  # _typed_results of no result
-            return op.index
+        self.uses.append((operand_names, self.scope))
+        op_text = text[st.start:st.end].rstrip(" {\n")
+        if result is None:  # _typed_results of no result
+            self.ops.append(_op(index, name, (), attrs, st.line, location, parent, loop_depth, True, op_text))
+            return index
         if m.start(result_at) >= 0:  # `: A -> B`, `: A to B`: B
             spans = [m.span(result_at)]
         else:  # `: A, B`: each
@@ -226,16 +215,24 @@ class ModuleBuilder:
             rest_start, rest_end = m.span(rest_at)
             if rest_start < rest_end:
                 spans.extend(found.span(1) for found in _MORE_TYPES.finditer(text, rest_start, rest_end))
-        result_types, op.structured = self._typed_results(canonical, 1, keywords, spans, self._span_type,
-                                                          self._span_text)
-        op.results = [self._new_value(result, result_types[0], op.index, "result", st.line)]
-        return op.index
-
-    def _span_type(self, span: tuple[int, int]):
-        return self.attrs.type_at(*span)
-
-    def _span_text(self, span: tuple[int, int]) -> str:
-        return self.text[span[0]:span[1]]
+        rule = _line_result(name, len(spans))
+        if rule == "token":
+            ty = ASYNC_TOKEN
+        else:  # every written type is read, as _typed_results reads them, whichever gives the result's
+            type_of = self.attrs.type_at
+            written = [type_of(start, end) for start, end in spans]
+            if rule == "first":
+                ty = written[0]
+            elif rule == "last":
+                ty = written[-1]
+            else:
+                ty = None if rule == "none" else _LINE_RESULT_TYPE[rule](written[0], text[spans[-1][0]:spans[-1][1]])
+        vid = len(self.values)  # _new_value, inlined
+        self.values.append(_value(vid, result, ty, index, "result", st.line))
+        self.scope_tables[self.scope].setdefault(result, vid)
+        self.ops.append(_op(index, name, (vid,), attrs, st.line, location, parent, loop_depth, rule != "none",
+                            op_text))
+        return index
 
     def _attributes(self, syntax) -> dict:
         attrs: dict = {}
@@ -292,27 +289,33 @@ class ModuleBuilder:
         return [None] * count, False
 
     # -- the whole file ----------------------------------------------------------------
-    def build(self, statements: list[Statement], trailing: list[tuple[str, LocNode]] = ()) -> MlirModule:
+    def build(self, statements: list[Statement], trailing: list[tuple[str, object]] = (),
+              leading: list[tuple[str, list]] = ()) -> MlirModule:
+        self.alias_defs.update(leading)
         top = self.collect_aliases(statements)
         for name, node in trailing:
             self.alias_defs[name] = [node]
         self.build_block_list(top, None, 0, [])
-        ops = tuple(self._freeze(op) for op in self.ops)
+        self._resolve_operands()
+        ops = tuple(self.ops)
         module_attrs = self._module_attributes(ops)
         aliases = {name: self.attrs.alias_value(name) for name in self.alias_defs}
         return MlirModule(self.path, ops, tuple(self.values), aliases, tuple(self.problems),
                           self.text.count("\n") + 1, module_attrs)
 
-    def _freeze(self, op: _PendingOp) -> Op:
-        ids = []
-        for name in op.operand_names:
-            vid = self._lookup(name, op.scope)
-            if vid is None:
-                self.scope = op.scope  # later uses in this region then find the same undefined value
-                vid = self._new_value(name, None, op.index, "undefined", op.line)
-                self.problems.append(Problem(self.path, f"{name} is used but never defined", op.line, "warning"))
-            ids.append(vid)
-        return op.freeze(tuple(ids))
+    def _resolve_operands(self) -> None:
+        for op, (names, scope) in zip(self.ops, self.uses):
+            if not names:
+                continue  # operands stays ()
+            ids = []
+            for name in names:
+                vid = self._lookup(name, scope)
+                if vid is None:
+                    self.scope = scope  # later uses in this region then find the same undefined value
+                    vid = self._new_value(name, None, op.index, "undefined", op.line)
+                    self.problems.append(Problem(self.path, f"{name} is used but never defined", op.line, "warning"))
+                ids.append(vid)
+            op.__dict__["operands"] = tuple(ids)
 
     def _module_attributes(self, ops: tuple[Op, ...]) -> dict[str, Fact]:
         found: dict[str, Fact] = {}
@@ -350,6 +353,26 @@ def _int_dict(entries: Optional[str]) -> dict:
     return attrs
 
 
+@lru_cache(maxsize=1024)
+def _line_result(name: str, written: int) -> str:
+    """What ModuleBuilder._typed_results gives a LineOp's one result from its `written` types (>= 1), decided
+    once per op name and count: "token", "first" or "last" written type, "none", or a _LINE_RESULT_TYPE key."""
+    canonical = canonical_op_name(name)
+    if canonical in TOKEN_RESULT or canonical.startswith(TOKEN_ONLY_PREFIXES) or "copy_global_to_local" in canonical:
+        return "token"
+    if canonical in REPEATED_RESULT and written == 1:
+        return "first"
+    if canonical == "tt.make_tensor_descriptor":
+        return "descriptor"
+    if canonical in POINTEE_RESULT and written == 1:
+        return "pointee"
+    if canonical in I1_RESULT and written == 1:
+        return "i1"
+    if written == 1 or canonical in FIRST_TYPE_RESULT:
+        return "first"
+    return "last" if canonical in LAST_TYPE_RESULT else "none"
+
+
 def _pointee(ty):
     if isinstance(ty, TensorType) and isinstance(ty.element, PointerType):
         return with_element(ty, ty.element.pointee)
@@ -358,12 +381,21 @@ def _pointee(ty):
     return None
 
 
+# A LineOp's result type from its first written type and the text of its last (_typed_results' other branches).
+_LINE_RESULT_TYPE: dict[str, Callable] = {
+    "descriptor": lambda first, last_text: OtherType("!tt.tensordesc" + last_text),
+    "pointee": lambda first, last_text: _pointee(first),
+    "i1": lambda first, last_text: with_element(first, ScalarType("i1")),
+}
+
+
 def build_module(statements: list[Statement], text: str, path: str, problems: list[Problem],
-                 trailing: list[tuple[str, LocNode]] = ()) -> MlirModule:
-    """trailing: the `#loc` aliases defined after `statements` (parsers/mlir_trailing.py), in order."""
+                 trailing: list[tuple[str, object]] = (), leading: list[tuple[str, list]] = ()) -> MlirModule:
+    """trailing: the `#loc` aliases defined after `statements` (a LocNode or its line's match), leading: the
+    aliases before them, as the reader's alias statements define them (parsers/mlir_trailing.py), in order."""
     builder = ModuleBuilder(text, path)
     builder.problems.extend(problems)
-    return builder.build(statements, trailing)
+    return builder.build(statements, trailing, leading)
 
 
 __all__ = ["build_module"]

@@ -168,16 +168,17 @@ class _Decline(Exception):
 
 
 
-def read_statements(text: str, lines: bool = False) -> list[Statement] | None:
+def read_statements(text: str, lines: bool = False, begin: int = 0, line: int = 1) -> list[Statement] | None:
     """The statements lark's reader would build for `text`, or None where only lark can tell.
 
-    lines: one-line ops as LineOp nodes (parsers/mlir_build.py builds the model from them, not lark)."""
+    lines: one-line ops as LineOp nodes (parsers/mlir_build.py builds the model from them, not lark).
+    begin, line: where to start (a line's start, after statements read otherwise) and that line's number."""
     collecting = gc.isenabled()
     gc.disable()  # the tree has no cycles: collections while it grows would only walk it again and again
     try:
         if odd_space(text):
             raise _Decline
-        return _read(text, _TOKEN_LINES if lines else _TOKEN)
+        return _read(text, _TOKEN_LINES if lines else _TOKEN, begin, None, line)
     except Exception:  # _Decline, or input this reader did not foresee: lark reads it, as it always did
         return None
     finally:
@@ -218,6 +219,13 @@ def _read(text: str, token: re.Pattern, begin: int = 0, stop: int | None = None,
     for m in token.finditer(text, begin, len(text) if stop is None else stop):
         kind = m.lastgroup
         start, pos = m.end(1), m.end()
+        if held and (kind == "LINE_OP" or kind == "LINE_OP0") and len(cur) == 1 and type(cur[0]) is LineOp \
+                and not region_nl:  # the usual: a one-line op after another, which it ends, as below at once
+            stmts.append(cur[0])
+            close = m.end(line_loc if kind == "LINE_OP" else line0_loc)
+            cur, head = [LineOp(m, start, close, line)], kind  # held and alert stay set, `last` "RPAR"
+            line += text.count("\n", close, pos)
+            continue
         if alert or kind in special:  # MlirPostLexer's decisions; most tokens need none
             if held and kind in line_start:  # the usual: a line that starts a statement ends the one above
                 _end_statement(cur, stmts, region_nl)

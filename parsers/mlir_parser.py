@@ -17,7 +17,7 @@ from irscope.ir.mlir import MlirModule
 from irscope.model.kernel import Problem
 
 from .mlir_fast import read_statements
-from .mlir_trailing import split_trailing_locations
+from .mlir_trailing import split_leading_aliases, trailing_location_lines
 from .mlir_tree import Statement
 
 
@@ -74,10 +74,13 @@ def parse_mlir(text: str, path: str, reader: str = "fast") -> MlirModule:
     gc.disable()
     try:
         if reader == "fast":  # the `#loc` lines after the module by one regex, the text above by the fast reader
-            cut, trailing = split_trailing_locations(text)
+            cut, trailing = trailing_location_lines(text)
             above = text[:cut] if trailing else text
-            statements = read_statements(above, lines=True)  # one-line ops as LineOps (parsers/mlir_build.py)
-            if statements is None and len(above) <= REPAIR_MAX_CHARS:  # as without LineOps, and lark reads it
+            begin, line, leading = split_leading_aliases(above)  # and the alias lines before the module
+            statements = read_statements(above, True, begin, line)  # one-line ops as LineOps (parsers/mlir_build.py)
+            if statements is not None:
+                return build_module(statements, text, path, [], trailing, leading)
+            if len(above) <= REPAIR_MAX_CHARS:  # as without LineOps, and lark reads it
                 statements = read_statements(above)
             if statements is not None:
                 return build_module(statements, text, path, [], trailing)

@@ -72,7 +72,27 @@ def shape_problems(kernel: Kernel, stages: tuple[str, ...] = ("ttir", "llir")) -
 
 
 def _last_code_line(text: str, skip: tuple[str, ...]) -> tuple[str, int]:
-    """The last line that is neither blank nor starts with one of `skip`, and its number."""
+    """The last line that is neither blank nor starts with one of `skip`, and its number.
+
+    Read from the end, a `\n` line at a time (a TTGIR's last code line has ~100 `#loc` lines after it, its
+    splitlines() ~250 strings); text with another of splitlines' line ends is split as before."""
+    if not text.isascii() or any(ch in text for ch in _ASCII_LINE_ENDS):
+        return _last_code_line_split(text, skip)
+    end = len(text)
+    while True:
+        start = text.rfind("\n", 0, end) + 1
+        stripped = text[start:end].strip()
+        if stripped and not stripped.startswith(skip):
+            return stripped, text.count("\n", 0, start) + 1
+        if start == 0:
+            return "", max(text.count("\n") + (not text.endswith("\n")), 1)
+        end = start - 1
+
+
+_ASCII_LINE_ENDS = "\r\x0b\x0c\x1c\x1d\x1e"  # str.splitlines' line ends in ASCII besides "\n"
+
+
+def _last_code_line_split(text: str, skip: tuple[str, ...]) -> tuple[str, int]:
     lines = text.splitlines()
     for number in range(len(lines), 0, -1):
         stripped = lines[number - 1].strip()
