@@ -99,9 +99,9 @@ class AmdgcnParser:
         index = 0  # of the next instruction in `fn`
         stale = True  # the `.loc` in force changed since `source` was looked up
         in_info = False
-        numbered = enumerate(self.text.split("\n"), 1)
-        for lineno, raw in numbered:
-            line = raw.strip()
+        raws = self.text.split("\n")  # the lines as written: the YAML block keeps its indentation
+        numbered = enumerate(map(str.strip, raws), 1)  # stripped by map: no method call per line here
+        for lineno, line in numbered:
             if not line:
                 continue
             first = line[0]
@@ -169,14 +169,13 @@ class AmdgcnParser:
                     self._dot_line(line, lineno)
                     if self.metadata_start is not None:  # the YAML block, up to .end_amdgpu_metadata
                         keep = self.metadata_lines.append
-                        for lineno, raw in numbered:  # noqa: B020 - the same iterator, on from here
-                            line = raw.strip()
+                        for lineno, line in numbered:  # noqa: B020 - the same iterator, on from here
                             if not line:
                                 continue
                             if line.startswith(".end_amdgpu_metadata"):
-                                self._metadata_line(raw, line, lineno)
+                                self._metadata_line(raws[lineno - 1], line, lineno)
                                 break
-                            keep(raw)
+                            keep(raws[lineno - 1])
                     if self.raw_loc is not loc:  # a `.loc` the fast path did not take
                         loc, loc_line = self.raw_loc, None
                         stale = True

@@ -10,7 +10,7 @@ diff can show `global_store_short` becoming `global_store_dwordx4` as a row movi
 from __future__ import annotations
 
 from collections import defaultdict
-from operator import attrgetter
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from irscope.isa.model import IsaFunction, IsaProgram
@@ -74,7 +74,8 @@ def instruction_mix(program: IsaProgram, fn: IsaFunction | None = None,
     return InstructionMix(program.path, program.isa, fn.name, len(instrs), len(graph.loops), rows, python_lines)
 
 
-_MIX_FIELDS = attrgetter("kind", "line", "memory", "matrix", "source")
+# kind, line, memory, matrix, source: by position (Instruction is a named tuple), not through its field descriptors
+_MIX_FIELDS = itemgetter(4, 1, 5, 7, 8)
 
 
 def _detail(memory, matrix) -> str:
