@@ -23,6 +23,7 @@ from irscope.model.kernel import Fact, Origin
 from irscope.parsers import amdgcn_opcodes as ops
 from irscope.parsers.asm_source import by_basename, call_sites
 from irscope.model.errors import ArtifactError
+from irscope.parsers.gc_pause import collections_paused
 from irscope.parsers.isa_blocks import BlockBuilder
 
 _ARGS = re.compile(r"\w+:\[[^\]]*\]|[^\s,]+")
@@ -418,6 +419,7 @@ def _loc(line: str) -> tuple[int, int, int, str] | None:
     return int(m[1]), int(m[2]), int(m[3]), line.partition(";")[2]
 
 
+@collections_paused
 def parse_amdgcn(text: str, path: str) -> IsaProgram:
     """Parse one `.amdgcn` file; never raises for its content (see Unparsed)."""
     return AmdgcnParser(text, path).parse()

@@ -31,6 +31,7 @@ from irscope.ir.llvm_ir import SourceLine
 from irscope.model.kernel import Fact, Origin
 from irscope.parsers.asm_source import by_basename, call_sites
 from irscope.model.errors import ArtifactError
+from irscope.parsers.gc_pause import collections_paused
 from irscope.parsers.isa_blocks import BlockBuilder
 from irscope.parsers.ptx_opcodes import PtxOp, ptx_class
 from irscope.parsers.ptx_dwarf import DWARF_SECTIONS, inlined_ranges
@@ -57,6 +58,7 @@ _TOP, _PARAMS, _HEADER, _BODY, _DATA = range(5)
 
 
 
+@collections_paused
 def parse_ptx(text: str, path: str) -> IsaProgram:
     """Every function of a `.ptx` file as instructions and basic blocks, plus its directives."""
     nul = text.find("\0")
