@@ -23,6 +23,7 @@ from irscope.model.kernel import Fact, Origin
 from irscope.parsers import amdgcn_opcodes as ops
 from irscope.parsers.asm_source import by_basename, call_sites
 from irscope.model.errors import ArtifactError
+from irscope.parsers.gc_pause import collections_paused
 from irscope.parsers.isa_blocks import BlockBuilder
 
 _ARGS = re.compile(r"\w+:\[[^\]]*\]|[^\s,]+")
@@ -99,9 +100,9 @@ class AmdgcnParser:
         index = 0  # of the next instruction in `fn`
         stale = True  # the `.loc` in force changed since `source` was looked up
         in_info = False
-        numbered = enumerate(self.text.split("\n"), 1)
-        for lineno, raw in numbered:
-            line = raw.strip()
+        raws = self.text.split("\n")  # the lines as written: the YAML block keeps its indentation
+        numbered = enumerate(map(str.strip, raws), 1)  # stripped by map: no method call per line here
+        for lineno, line in numbered:
             if not line:
                 continue
             first = line[0]
@@ -169,14 +170,13 @@ class AmdgcnParser:
                     self._dot_line(line, lineno)
                     if self.metadata_start is not None:  # the YAML block, up to .end_amdgpu_metadata
                         keep = self.metadata_lines.append
-                        for lineno, raw in numbered:  # noqa: B020 - the same iterator, on from here
-                            line = raw.strip()
+                        for lineno, line in numbered:  # noqa: B020 - the same iterator, on from here
                             if not line:
                                 continue
                             if line.startswith(".end_amdgpu_metadata"):
-                                self._metadata_line(raw, line, lineno)
+                                self._metadata_line(raws[lineno - 1], line, lineno)
                                 break
-                            keep(raw)
+                            keep(raws[lineno - 1])
                     if self.raw_loc is not loc:  # a `.loc` the fast path did not take
                         loc, loc_line = self.raw_loc, None
                         stale = True
@@ -419,6 +419,7 @@ def _loc(line: str) -> tuple[int, int, int, str] | None:
     return int(m[1]), int(m[2]), int(m[3]), line.partition(";")[2]
 
 
+@collections_paused
 def parse_amdgcn(text: str, path: str) -> IsaProgram:
     """Parse one `.amdgcn` file; never raises for its content (see Unparsed)."""
     return AmdgcnParser(text, path).parse()

@@ -31,6 +31,7 @@ from irscope.ir.llvm_ir import SourceLine
 from irscope.model.kernel import Fact, Origin
 from irscope.parsers.asm_source import by_basename, call_sites
 from irscope.model.errors import ArtifactError
+from irscope.parsers.gc_pause import collections_paused
 from irscope.parsers.isa_blocks import BlockBuilder
 from irscope.parsers.ptx_opcodes import PtxOp, ptx_class
 from irscope.parsers.ptx_dwarf import DWARF_SECTIONS, inlined_ranges
@@ -57,6 +58,7 @@ _TOP, _PARAMS, _HEADER, _BODY, _DATA = range(5)
 
 
 
+@collections_paused
 def parse_ptx(text: str, path: str) -> IsaProgram:
     """Every function of a `.ptx` file as instructions and basic blocks, plus its directives."""
     nul = text.find("\0")
@@ -124,8 +126,9 @@ class _Reader:
         unparsed = self.unparsed
         classify = ptx_class
         lineno = 0
-        for lineno, raw in enumerate(text.splitlines(), 1):
-            s = raw.strip()
+        raws = text.splitlines()  # the line as written, for an Unparsed: raws[lineno - 1]
+        loc_cache = self.loc_cache
+        for lineno, s in enumerate(map(str.strip, raws), 1):
             if not s:
                 continue
             if state == _BODY:
@@ -133,10 +136,13 @@ class _Reader:
                 if c == ".":
                     if s.startswith(".loc"):
                         if asm != 1:
-                            source = self._loc(s)
+                            source = loc_cache.get(s, False)  # _loc's own cache, read here: a call per .loc
+                            if source is False:
+                                source = self._loc(s)
                         asm = asm and 1  # inside inline asm, the first .loc is the block's own
                     elif not s.startswith((".reg", ".local", ".shared", ".param", ".pragma", ".const", ".global")):
-                        unparsed.append(Unparsed(lineno, raw, "unknown directive in a function body", True))
+                        unparsed.append(Unparsed(lineno, raws[lineno - 1], "unknown directive in a function body",
+                                                 True))
                     continue
                 if c == "/":
                     if s.startswith("// begin inline asm"):
@@ -165,7 +171,8 @@ class _Reader:
                 if semi < 0 or c == "$":
                     m = _LABEL.match(s)
                     if m is None:
-                        unparsed.append(Unparsed(lineno, raw, "not an instruction, label or directive", True))
+                        unparsed.append(Unparsed(lineno, raws[lineno - 1], "not an instruction, label or directive",
+                                                 True))
                         continue
                     label = m[1]
                     at = len(rows)
@@ -190,7 +197,7 @@ class _Reader:
                 if facts is None:
                     op = classify(opcode)
                     if op is None:
-                        unparsed.append(Unparsed(lineno, raw, f"unknown PTX instruction {opcode!r}", True))
+                        unparsed.append(Unparsed(lineno, raws[lineno - 1], f"unknown PTX instruction {opcode!r}", True))
                         continue
                     if op.width_arg is None and op.wait is None and not op.branch:
                         facts = plain[opcode] = (op.kind, op.memory, None, op.matrix)
@@ -229,7 +236,7 @@ class _Reader:
                     continue
                 m = _FUNC.match(s)
                 if m is None:
-                    unparsed.append(Unparsed(lineno, raw, "unknown top-level line", False))
+                    unparsed.append(Unparsed(lineno, raws[lineno - 1], "unknown top-level line", False))
                     continue
                 if s.endswith(";"):  # a declaration: `.extern .func foo(...);`
                     continue
@@ -249,7 +256,7 @@ class _Reader:
                     if "{" in s:
                         state, depth = _BODY, 1
                 elif not s.startswith(".param") and not s.startswith("//"):
-                    unparsed.append(Unparsed(lineno, raw, "unknown line in a parameter list", False))
+                    unparsed.append(Unparsed(lineno, raws[lineno - 1], "unknown line in a parameter list", False))
                 continue
             # _HEADER: .reqntid 128 / .maxntid 128, 1, 1 / .maxnreg 128
             if s.startswith("{"):
@@ -261,7 +268,7 @@ class _Reader:
                     key, value = ("maxnreg", dims[0]) if m[1] == "maxnreg" else ("reqntid", dims)
                     self.facts.setdefault(key, Fact(value, Origin(self.path, lineno, f".{m[1]}")))
             elif not s.startswith("//"):
-                unparsed.append(Unparsed(lineno, raw, "unknown line in a function header", False))
+                unparsed.append(Unparsed(lineno, raws[lineno - 1], "unknown line in a function header", False))
         if state == _DATA and opened:  # 3.0-3.2 read inlined call sites from .debug_info: cut, they are lost
             unparsed.append(Unparsed(lineno, "", "truncated: the file ends inside a `.section` or data block", True))
         if state in (_PARAMS, _HEADER, _BODY):
@@ -377,10 +384,10 @@ class _Reader:
 def _split_args(ops: str) -> tuple[str, ...]:
     if "[" not in ops and "{" not in ops:  # then no operand has a space inside
         return tuple(ops.replace(" ", "").replace("\t", "").split(","))
-    return tuple(a.strip() for a in _ARG.findall(ops) if not a.isspace())
+    # a piece that is only whitespace strips to "" and is dropped, as `not a.isspace()` did
+    return tuple(filter(None, map(str.strip, _ARG.findall(ops))))
 
 
-_BRACKET = re.compile(r"[\[{]")
 
 
 def _instructions(rows: list[tuple]) -> tuple[list[int], tuple[Instruction, ...]]:
@@ -395,7 +402,10 @@ def _instructions(rows: list[tuple]) -> tuple[list[int], tuple[Instruction, ...]
     # (operand text has no newline: it is part of one line).
     cleaned = "\n".join(stripped).replace(" ", "").replace("\t", "").split("\n")
     args = list(map(tuple, map(str.split, cleaned, repeat(","))))
-    for i in compress(range(len(stripped)), map(_BRACKET.search, stripped)):
+    # `in` through map, not a regex search per operand list: a call per instruction less
+    bracketed = map(operator.or_, map(operator.contains, stripped, repeat("[")),
+                    map(operator.contains, stripped, repeat("{")))
+    for i in compress(range(len(stripped)), bracketed):
         args[i] = _split_args(stripped[i])
     for i in compress(range(len(operands)), map(operator.not_, operands)):
         args[i] = ()

@@ -10,12 +10,13 @@ diff can show `global_store_short` becoming `global_store_dwordx4` as a row movi
 from __future__ import annotations
 
 from collections import defaultdict
-from operator import attrgetter
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from irscope.isa.model import IsaFunction, IsaProgram
 from irscope.model.instruction_mix import InstructionMix, LineMix, MixRow  # noqa: F401 (public here)
 from irscope.model.line_ranges import LineRanges
+from irscope.parsers.gc_pause import collections_paused
 
 if TYPE_CHECKING:
     from irscope.isa.graph import FunctionGraph
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 
 
 
+@collections_paused
 def instruction_mix(program: IsaProgram, fn: IsaFunction | None = None,
                     graph: FunctionGraph | None = None) -> InstructionMix:
     from irscope.isa.graph import FunctionGraph
@@ -67,14 +69,26 @@ def instruction_mix(program: IsaProgram, fn: IsaFunction | None = None,
               for loop, lines in ((False, pair[0]), (True, pair[1])) if lines}
     rows = tuple(MixRow(k, d, loop, len(ls), LineRanges.of(ls)) for (k, d, loop), ls in sorted(groups.items()))
     python_lines = tuple(
-        LineMix(file, line, dict(sorted(per_line[(file, line)].items(), key=lambda kv: (-kv[1], kv[0]))),
-                LineRanges.of(per_line_lines[(file, line)]))
+        LineMix(file, line, _by_count(per_line[(file, line)]), LineRanges.of(per_line_lines[(file, line)]))
         for file, line in sorted(per_line)
     )
     return InstructionMix(program.path, program.isa, fn.name, len(instrs), len(graph.loops), rows, python_lines)
 
 
-_MIX_FIELDS = attrgetter("kind", "line", "memory", "matrix", "source")
+# kind, line, memory, matrix, source: by position (Instruction is a named tuple), not through its field descriptors
+_MIX_FIELDS = itemgetter(4, 1, 5, 7, 8)
+
+
+def _by_count(counts: dict[str, int]) -> dict[str, int]:
+    """Kinds by count, most first, then by name; most Python lines have one kind, and sorted() would
+    still call its key on it."""
+    if len(counts) == 1:
+        return dict(counts)
+    return dict(sorted(counts.items(), key=_count_order))
+
+
+def _count_order(kv: tuple[str, int]) -> tuple[int, str]:
+    return -kv[1], kv[0]
 
 
 def _detail(memory, matrix) -> str:
