@@ -28,7 +28,6 @@ OPERAND_BYTES = 8
 DWORD = 4
 
 
-
 class NarrowLdsAccess(Rule):
     """LDS (shared memory) reads and writes narrower than 8 bytes per lane on a tile.
 
@@ -130,7 +129,7 @@ class NarrowLdsAccess(Rule):
             if program.isa not in ("amdgcn", "ptx"):
                 continue
             for fn in program.functions:
-                feeds = _matrix_feeds(fn) if program.isa == "amdgcn" else {}
+                feeds = _LazyFeeds(fn) if program.isa == "amdgcn" else {}
                 groups = _narrow_groups(fn, tiles, feeds)
                 if not groups:
                     continue
@@ -268,6 +267,19 @@ def _costs(fn, graph, loops, group: _Group, per_loop: Counter, size: int) -> boo
         if issued and mine >= LOOP_SHARE * issued:
             return True
     return False
+
+
+class _LazyFeeds:
+    """_matrix_feeds(fn) at the first lookup: only a narrow LDS access asks (a big GEMM's def-use chains)."""
+
+    def __init__(self, fn) -> None:
+        self._fn = fn
+        self._feeds: dict | None = None
+
+    def get(self, index: int, default=None):
+        if self._feeds is None:
+            self._feeds = _matrix_feeds(self._fn)
+        return self._feeds.get(index, default)
 
 
 def _matrix_feeds(fn) -> dict[int, set[tuple[isa.Instruction, MatrixOperand]]]:
