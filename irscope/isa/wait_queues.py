@@ -116,14 +116,15 @@ def merge(a: Queues | None, b: Queues, limits, widen: bool = False) -> Queues:
 
 def _join(mine: Queue, theirs: Queue, limit: int, widen: bool) -> Queue:
     """One counter's queues joined: each operation at (fewest lo, most hi) of the paths where it is
-    outstanding; `mine` itself when nothing changes. Where `theirs` holds every entry of `mine` as it is
-    (a copy aged and with operations added, or the same queue) and all of them are outstanding on both
-    paths, the join is the offsets' min and max: no entry is rebuilt."""
+    outstanding; `mine` itself when nothing changes. Where one side holds every entry of the other as it
+    is (a copy aged and with operations added, or the same queue), the shared entries join by the offsets'
+    min and max, and only the operations one side added are moved: the rest is not rebuilt. Every entry
+    of a queue is outstanding on its path (run_block drops those that reached the limit)."""
     ops, lo_add, hi_add, bound = mine
     their_ops, their_lo, their_hi, their_bound = theirs
-    if bound + their_lo < limit and (ops is their_ops or ops.items() <= their_ops.items()):
-        lo = lo_add if lo_add < their_lo else their_lo
-        hi = hi_add if hi_add >= their_hi else (WIDENED if widen else their_hi)
+    lo = lo_add if lo_add < their_lo else their_lo
+    hi = hi_add if hi_add >= their_hi else (WIDENED if widen else their_hi)
+    if ops is their_ops or ops.items() <= their_ops.items():
         added = their_ops.keys() - ops.keys() if len(their_ops) > len(ops) else ()
         if not added and (not ops or (lo == lo_add and (hi == hi_add or not _below_top(ops, hi_add, limit)))):
             return mine
@@ -131,14 +132,23 @@ def _join(mine: Queue, theirs: Queue, limit: int, widen: bool) -> Queue:
             return (ops, lo, hi, bound)
         if lo == their_lo and hi == their_hi:
             return (their_ops, lo, hi, bound if bound > their_bound else their_bound)
-        moved = dict(their_ops)
-        shift_lo, shift_hi = their_lo - lo, their_hi - hi
-        for op in added:
-            op_lo, op_hi = their_ops[op]
-            moved[op] = (op_lo + shift_lo, op_hi + shift_hi)
-        their_bound += shift_lo
-        return (moved, lo, hi, bound if bound > their_bound else their_bound)
+        their_bound += their_lo - lo
+        return (_moved(their_ops, added, their_lo - lo, their_hi - hi), lo, hi,
+                bound if bound > their_bound else their_bound)
+    if their_ops.items() <= ops.items():  # the same, the other way round: `mine` added operations
+        if not their_ops or (lo == lo_add and (hi == hi_add or not _below_top(their_ops, hi_add, limit))):
+            return mine
+        return (_moved(ops, ops.keys() - their_ops.keys(), lo_add - lo, hi_add - hi), lo, hi, bound + lo_add - lo)
     return _join_entries(_positions(mine, limit), _positions(theirs, limit), mine, limit, widen)
+
+
+def _moved(ops: dict[int, tuple[int, int]], moving, lo_shift: int, hi_shift: int) -> dict[int, tuple[int, int]]:
+    """A copy of `ops` with the entries of `moving` re-expressed for offsets smaller by the shifts."""
+    moved = dict(ops)
+    for op in moving:
+        op_lo, op_hi = ops[op]
+        moved[op] = (op_lo + lo_shift, op_hi + hi_shift)
+    return moved
 
 
 def _below_top(ops: dict[int, tuple[int, int]], hi_add: int, limit: int) -> bool:
