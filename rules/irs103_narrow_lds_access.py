@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from irscope.isa import model as isa
+from irscope.isa.amdgcn_dataflow import LOAD_KINDS, matrix_feeds
 from irscope.engine.context import Analysis, SharedKey
 from irscope.engine.rule import Rule
 from irscope.rules._inductor import InductorKernel, inductor_kernel
@@ -277,6 +278,8 @@ class _LazyFeeds:
         self._feeds: dict | None = None
 
     def get(self, index: int, default=None):
+        if self._fn.instructions[index].kind not in LOAD_KINDS:
+            return default  # an LDS write: matrix_feeds' keys are loads
         if self._feeds is None:
             self._feeds = _matrix_feeds(self._fn)
         return self._feeds.get(index, default)
@@ -284,8 +287,6 @@ class _LazyFeeds:
 
 def _matrix_feeds(fn) -> dict[int, set[tuple[isa.Instruction, MatrixOperand]]]:
     """LDS read index -> the matrix instructions it feeds, with the operand ("A"/"B")."""
-    from irscope.isa.amdgcn_dataflow import matrix_feeds
-
     out: dict[int, set] = defaultdict(set)
     for index, fed in matrix_feeds(fn).items():
         for feed in fed:

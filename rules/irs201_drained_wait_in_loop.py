@@ -8,7 +8,7 @@ import re
 from bisect import bisect_left
 from functools import lru_cache
 from itertools import accumulate
-from operator import attrgetter
+from operator import itemgetter
 from dataclasses import dataclass
 
 from irscope.ir.mlir import DOT_OPS, canonical_op_name
@@ -299,7 +299,7 @@ def _cycles(instr) -> int:
     return ISSUE_CYCLES
 
 
-_CYCLE_FIELDS = attrgetter("kind", "opcode", "wait")
+_CYCLE_FIELDS = itemgetter(4, 2, 6)  # Instruction's kind, opcode, wait (a named tuple)
 
 
 @lru_cache(maxsize=4096)
@@ -379,25 +379,36 @@ class _Paths:
     def cost(self, start: int, end: int, blocks, limit: int, counter: WaitCounter) -> int | None:
         """cycles_in(segments(start, end, blocks, limit)), or None where that is None or drains_in(...,
         counter) holds. The blocks between are summed and searched for a drain once per (chain, counter):
-        a loop's waits ask about dozens of loads that share their blocks."""
+        a loop's waits ask about dozens of loads that share their blocks; the two ends are read here."""
         route = self._route(start, end, blocks, limit)
         if route is None:
             return None
         src, dst, key = route
-        if key is None:
-            ends = [(start + 1, end)]
-            middle = 0
-        else:
-            middle = self._middles.get((key, counter), _UNSEEN)
-            if middle is _UNSEEN:
-                blocks_of = self.fn.blocks
-                inner = [(blocks_of[b].start, blocks_of[b].end) for b in self._chains[key]]
-                middle = self._middles[(key, counter)] = None if self.drains_in(inner, counter) \
-                    else self.cycles_in(inner)
-            if middle is None:
+        sums = self._cycle_sums
+        if sums is None:
+            self.cycles_in(())
+            sums = self._cycle_sums
+        at = self._drains.get(counter)
+        if at is None:
+            self.drains_in((), counter)
+            at = self._drains[counter]
+        if key is None:  # one block: the instructions strictly between
+            first = start + 1
+            if bisect_left(at, first) < bisect_left(at, end):
                 return None
-            ends = [(start + 1, src.end), (dst.start, end)]
-        return None if self.drains_in(ends, counter) else middle + self.cycles_in(ends)
+            return sums[end] - sums[first] if end > first else 0
+        middle = self._middles.get((key, counter), _UNSEEN)
+        if middle is _UNSEEN:
+            blocks_of = self.fn.blocks
+            inner = [(blocks_of[b].start, blocks_of[b].end) for b in self._chains[key]]
+            middle = self._middles[(key, counter)] = None if self.drains_in(inner, counter) else self.cycles_in(inner)
+        if middle is None:
+            return None
+        first, last = start + 1, src.end
+        if bisect_left(at, first) < bisect_left(at, last) or bisect_left(at, dst.start) < bisect_left(at, end):
+            return None
+        return middle + (sums[last] - sums[first] if last > first else 0) + (
+            sums[end] - sums[dst.start] if end > dst.start else 0)
 
     def cycles_in(self, segments: list[tuple[int, int]]) -> int:
         """The work (_cycles) of the instructions in the ranges, from running sums made once per function:
