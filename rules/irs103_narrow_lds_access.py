@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from irscope.isa import model as isa
+from irscope.isa.amdgcn_dataflow import LOAD_KINDS, matrix_feeds
 from irscope.engine.context import Analysis, SharedKey
 from irscope.engine.rule import Rule
 from irscope.rules._inductor import InductorKernel, inductor_kernel
@@ -26,7 +27,6 @@ OPERAND_BYTES = 8
 # Below a dword a lane leaves part of its 4-byte LDS bank slot unused: bandwidth is lost,
 # not just instructions. In a loop that is a warning.
 DWORD = 4
-
 
 
 class NarrowLdsAccess(Rule):
@@ -130,7 +130,7 @@ class NarrowLdsAccess(Rule):
             if program.isa not in ("amdgcn", "ptx"):
                 continue
             for fn in program.functions:
-                feeds = _matrix_feeds(fn) if program.isa == "amdgcn" else {}
+                feeds = _LazyFeeds(fn) if program.isa == "amdgcn" else {}
                 groups = _narrow_groups(fn, tiles, feeds)
                 if not groups:
                     continue
@@ -270,10 +270,23 @@ def _costs(fn, graph, loops, group: _Group, per_loop: Counter, size: int) -> boo
     return False
 
 
+class _LazyFeeds:
+    """_matrix_feeds(fn) at the first lookup: only a narrow LDS access asks (a big GEMM's def-use chains)."""
+
+    def __init__(self, fn) -> None:
+        self._fn = fn
+        self._feeds: dict | None = None
+
+    def get(self, index: int, default=None):
+        if self._fn.instructions[index].kind not in LOAD_KINDS:
+            return default  # an LDS write: matrix_feeds' keys are loads
+        if self._feeds is None:
+            self._feeds = _matrix_feeds(self._fn)
+        return self._feeds.get(index, default)
+
+
 def _matrix_feeds(fn) -> dict[int, set[tuple[isa.Instruction, MatrixOperand]]]:
     """LDS read index -> the matrix instructions it feeds, with the operand ("A"/"B")."""
-    from irscope.isa.amdgcn_dataflow import matrix_feeds
-
     out: dict[int, set] = defaultdict(set)
     for index, fed in matrix_feeds(fn).items():
         for feed in fed:

@@ -8,7 +8,7 @@ import re
 from bisect import bisect_left
 from functools import lru_cache
 from itertools import accumulate
-from operator import attrgetter
+from operator import itemgetter
 from dataclasses import dataclass
 
 from irscope.ir.mlir import DOT_OPS, canonical_op_name
@@ -272,16 +272,15 @@ def _drain(fn, paths, loop, w) -> _Drain | None:
             continue
         loads.add(op.instruction)
         # A path of MAX_GAP instructions or more is over the floor, whichever load is closest:
-        # the search stops there (segments() says None, as for a load the loop cannot reach).
-        segments = paths.segments(op.instruction, w.wait, loop.blocks, MAX_GAP)
-        if segments is None or paths.drains_in(segments, w.counter):
-            continue  # not reachable inside the loop, or completed by an earlier drain on the way
-        cycles = paths.cycles_in(segments)
-        if cycles < LATENCY_FLOOR and (best is None or cycles < best[2]):
-            best = (op.instruction, segments, cycles)
+        # the search stops there (cost() says None, as for a load the loop cannot reach, or a
+        # load completed by an earlier drain on the way).
+        cycles = paths.cost(op.instruction, w.wait, loop.blocks, MAX_GAP, w.counter)
+        if cycles is not None and cycles < LATENCY_FLOOR and (best is None or cycles < best[1]):
+            best = (op.instruction, cycles)
     if best is None:
         return None
-    load, segments, cycles = best
+    load, cycles = best
+    segments = paths.segments(load, w.wait, loop.blocks, MAX_GAP)
     gap = [i for a, b in segments for i in range(a, b)]
     matrix = sum(fn.instructions[i].kind == isa.MATRIX for i in gap)
     reload = next((i for i in reversed(gap) if fn.instructions[i].kind == isa.LOCAL_LOAD), None)
@@ -300,7 +299,7 @@ def _cycles(instr) -> int:
     return ISSUE_CYCLES
 
 
-_CYCLE_FIELDS = attrgetter("kind", "opcode", "wait")
+_CYCLE_FIELDS = itemgetter(4, 2, 6)  # Instruction's kind, opcode, wait (a named tuple)
 
 
 @lru_cache(maxsize=4096)
@@ -312,6 +311,9 @@ def _cycles_of(fields: tuple[str, str, isa.Wait | None]) -> int:
 
 def _drains(instr, counter: WaitCounter) -> bool:
     return instr.wait is not None and instr.wait.get(counter) == 0
+
+
+_UNSEEN = object()  # a cache's "not worked out yet", where None is an answer
 
 
 class _Paths:
@@ -336,15 +338,29 @@ class _Paths:
         self._successors: list[tuple[int, ...]] | None = None
         self._inside_successors: dict[int, list[tuple[int, ...]]] = {}
         self._sizes: list[int] | None = None
+        self._middles: dict[tuple, int | None] = {}  # cost(): the chain's blocks' cycles, None with a drain
 
     def segments(self, start: int, end: int, blocks, limit: int | None = None) -> list[tuple[int, int]] | None:
         """Ranges of the instructions executed strictly between `start` and `end` on the shortest
         path, in execution order, or None; with `limit`, also None for paths of `limit` or more
         instructions (the search does not go that far)."""
+        route = self._route(start, end, blocks, limit)
+        if route is None:
+            return None
+        src, dst, key = route
+        if key is None:
+            return [(start + 1, end)]
+        blocks_of = self.fn.blocks
+        return [(start + 1, src.end), *((blocks_of[b].start, blocks_of[b].end) for b in self._chains[key]),
+                (dst.start, end)]
+
+    def _route(self, start: int, end: int, blocks, limit: int | None):
+        """(the start's block, the end's, the key of the chain of blocks between in `_chains`), the key None
+        within one block; None where segments() is None."""
         fn = self.fn
         src, dst = fn.blocks[self.block[start]], fn.blocks[self.block[end]]
         if src.index == dst.index and start < end:
-            return [(start + 1, end)]
+            return src, dst, None
         bound = limit  # the searches for this limit need not go past it (_chain)
         if limit is not None:
             # The two ends count too; and a load whose block is too far from the wait's, as one
@@ -355,12 +371,44 @@ class _Paths:
                     src.index, limit) >= limit:
                 return None
         key = (src.index, dst.index, id(blocks), limit)
-        if key not in self._chains:
-            self._chains[key] = self._chain(src, dst, blocks, limit, bound)
-        chain = self._chains[key]
-        if chain is None:
+        chain = self._chains.get(key, _UNSEEN)
+        if chain is _UNSEEN:
+            chain = self._chains[key] = self._chain(src, dst, blocks, limit, bound)
+        return None if chain is None else (src, dst, key)
+
+    def cost(self, start: int, end: int, blocks, limit: int, counter: WaitCounter) -> int | None:
+        """cycles_in(segments(start, end, blocks, limit)), or None where that is None or drains_in(...,
+        counter) holds. The blocks between are summed and searched for a drain once per (chain, counter):
+        a loop's waits ask about dozens of loads that share their blocks; the two ends are read here."""
+        route = self._route(start, end, blocks, limit)
+        if route is None:
             return None
-        return [(start + 1, src.end), *((fn.blocks[b].start, fn.blocks[b].end) for b in chain), (dst.start, end)]
+        src, dst, key = route
+        sums = self._cycle_sums
+        if sums is None:
+            self.cycles_in(())
+            sums = self._cycle_sums
+        at = self._drains.get(counter)
+        if at is None:
+            self.drains_in((), counter)
+            at = self._drains[counter]
+        if key is None:  # one block: the instructions strictly between
+            first = start + 1
+            if bisect_left(at, first) < bisect_left(at, end):
+                return None
+            return sums[end] - sums[first] if end > first else 0
+        middle = self._middles.get((key, counter), _UNSEEN)
+        if middle is _UNSEEN:
+            blocks_of = self.fn.blocks
+            inner = [(blocks_of[b].start, blocks_of[b].end) for b in self._chains[key]]
+            middle = self._middles[(key, counter)] = None if self.drains_in(inner, counter) else self.cycles_in(inner)
+        if middle is None:
+            return None
+        first, last = start + 1, src.end
+        if bisect_left(at, first) < bisect_left(at, last) or bisect_left(at, dst.start) < bisect_left(at, end):
+            return None
+        return middle + (sums[last] - sums[first] if last > first else 0) + (
+            sums[end] - sums[dst.start] if end > dst.start else 0)
 
     def cycles_in(self, segments: list[tuple[int, int]]) -> int:
         """The work (_cycles) of the instructions in the ranges, from running sums made once per function:

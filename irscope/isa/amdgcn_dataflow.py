@@ -19,12 +19,13 @@ import heapq
 from bisect import bisect_left
 from dataclasses import FrozenInstanceError, dataclass
 from functools import lru_cache
-from operator import attrgetter
+from operator import itemgetter
 from typing import Literal
 
 from irscope.isa import model as isa
 from irscope.isa.model import Instruction, IsaFunction
 from irscope.isa.graph import FunctionGraph
+from irscope.isa.wait_queues import Queues, merge, run_block
 from irscope.parsers import amdgcn_opcodes as ops
 
 _NO_DEF_KINDS = frozenset({isa.GLOBAL_STORE, isa.SHARED_STORE, isa.LOCAL_STORE, isa.WAIT, isa.BARRIER,
@@ -146,9 +147,6 @@ class CounterWait:
     waited: tuple[WaitedOp, ...]  # oldest-issued first
 
 
-# counter -> {operation index: (fewest, most) younger operations on that counter}: the
-# operation's position in the counter's queue, youngest = 0, over all paths.
-Queues = dict[str, dict[int, tuple[int, int]]]
 _WIDEN_AFTER = 3  # visits of a block before growing positions jump to the counter's limit
 
 
@@ -170,14 +168,14 @@ def waits(fn: IsaFunction, arch: str | None, graph: FunctionGraph | None = None)
         _, b = heapq.heappop(work)
         queued.discard(b)
         found: dict[tuple[int, str], tuple[int, int, set[int]]] = {}
-        out = _run_block(events[b], entry[b], limits, found)
+        out = run_block(events[b], entry[b], limits, found)
         recorded[b] = found
         for s in fn.blocks[b].successors:
             before = entry.get(s)
             seen = visits.get(s, 0)
             # Widening (after a few changes) is done in the same pass as the join: it changes only
             # positions the join grew, so whether the entry changed does not depend on it.
-            merged = _merge(before, out, limits if seen >= _WIDEN_AFTER else None)
+            merged = merge(before, out, limits, seen >= _WIDEN_AFTER)
             if merged is not before:
                 visits[s] = seen + 1
                 entry[s] = merged
@@ -208,16 +206,18 @@ def _events(fn: IsaFunction, arch: str | None) -> list[list[tuple[int, tuple, tu
     if issued is None or len(issued) > 65536:
         issued = _ISSUED[arch] = {}
     get = issued.get
+    atomic = isa.GLOBAL_ATOMIC
     events = []
+    append = events.append
     for i, opcode, kind, wait in map(_EVENT_FIELDS, fn.instructions):
         known = get(opcode)
         if known is None or known[0] != kind:
             known = issued[opcode] = (kind, ops.counters_of(opcode, kind, (), arch))
         counters = known[1]
-        if kind == isa.GLOBAL_ATOMIC:  # counts in a store counter unless it returns the old value
+        if kind == atomic:  # counts in a store counter unless it returns the old value
             counters = ops.counters_of(opcode, kind, fn.instructions[i].args, arch)
         if counters or wait is not None:
-            events.append((i, () if wait is None else wait.counters, counters))
+            append((i, () if wait is None else wait.counters, counters))
     out: list[list[tuple[int, tuple, tuple]]] = []
     k = 0
     for block in fn.blocks:
@@ -228,99 +228,7 @@ def _events(fn: IsaFunction, arch: str | None) -> list[list[tuple[int, tuple, tu
     return out
 
 
-_EVENT_FIELDS = attrgetter("index", "opcode", "kind", "wait")
-
-
-def _run_block(events, state: Queues, limits, found) -> Queues:
-    # Aging is lazy: an issue adds one to every position in its counter's queue, which done
-    # eagerly rebuilds a dict of up to 63 entries per load. Instead `ages[counter]` counts the
-    # issues since the queue was last written out, and a new operation goes in at -age, so
-    # that every entry reads (lo + age, min(hi + age, limit - 1)) and is gone once lo + age
-    # reaches the limit: the same as aging one step at a time, as min(min(h + 1, L) + 1, L)
-    # = min(h + 2, L). `_aged` writes a queue out before a wait reads it and at the block's end.
-    queues = dict(state)
-    ages: dict[str, int] = {}
-    for i, waited, issued in events:
-        for counter, value in waited:
-            age = ages.pop(counter, 0)
-            if age:
-                queues[counter] = _aged(queues[counter], age, limits.get(counter, 63))
-            queue = queues.get(counter)
-            if not queue:
-                if found is not None:
-                    _record(found, i, counter, value, 0, ())
-                continue
-            if found is not None:
-                deepest = max(hi for _, hi in queue.values()) + 1
-                _record(found, i, counter, value, deepest, (op for op, (_, hi) in queue.items() if hi >= value))
-            # Definitely older than the `value` youngest: complete. Maybe older: complete on
-            # the paths where it is, still outstanding (and among the youngest) on the others.
-            top = value - 1
-            queues[counter] = {op: (lo, hi if hi < top else top) for op, (lo, hi) in queue.items() if lo < value}
-        for counter in issued:
-            age = ages[counter] = ages.get(counter, 0) + 1
-            queue = queues.get(counter)
-            if queue is None:
-                queue = queues[counter] = {}
-            elif age == 1:  # the first write since it was read: it may be shared with `state`
-                queue = queues[counter] = dict(queue)
-            queue[i] = (-age, -age)
-    for counter, age in ages.items():
-        queues[counter] = _aged(queues[counter], age, limits.get(counter, 63))
-    return queues
-
-
-def _aged(queue: dict[int, tuple[int, int]], age: int, limit: int) -> dict[int, tuple[int, int]]:
-    top = limit - 1
-    return {op: (lo + age, hi + age if hi + age < top else top) for op, (lo, hi) in queue.items() if lo + age < limit}
-
-
-def _record(found, i: int, counter: str, value: int, deepest: int, waited) -> None:
-    old = found.get((i, counter))
-    if old is None:
-        found[(i, counter)] = (value, deepest, set(waited))
-    else:
-        old[2].update(waited)
-        found[(i, counter)] = (value, max(old[1], deepest), old[2])
-
-
-def _merge(a: Queues | None, b: Queues, widen_limits=None) -> Queues:
-    """`a` joined with `b`; `a` itself when that adds nothing to it (the caller's test for a change).
-    With `widen_limits`, a position of an operation in `a` that the join moves up goes straight to
-    the counter's limit instead (positions still growing after a few trips round a loop).
-
-    Queue dicts are never changed once built (_run_block copies before it writes), so the
-    result shares them with `a` and `b`."""
-    if a is None:
-        return b
-    out = None
-    for counter, queue in b.items():
-        mine = a.get(counter)
-        if mine is queue:
-            continue
-        if mine is None:
-            merged = queue
-        elif mine == queue:
-            continue
-        else:
-            theirs = queue.get
-            if widen_limits is None:
-                merged = {op: mo if (qo := theirs(op)) is None or qo == mo else
-                          (mo[0] if mo[0] < qo[0] else qo[0], mo[1] if mo[1] > qo[1] else qo[1])
-                          for op, mo in mine.items()}
-            else:
-                top = widen_limits.get(counter, 63) - 1
-                merged = {op: mo if (qo := theirs(op)) is None or qo == mo else
-                          (mo[0] if mo[0] < qo[0] else qo[0], mo[1] if mo[1] >= qo[1] else top)
-                          for op, mo in mine.items()}
-            for op in queue.keys() - mine.keys():
-                merged[op] = queue[op]
-            if merged == mine:
-                continue
-        if out is None:
-            out = dict(a)
-        out[counter] = merged
-    return a if out is None else out
+_EVENT_FIELDS = itemgetter(0, 2, 4, 6)  # Instruction's index, opcode, kind, wait (a named tuple)
 
 
 def _reverse_postorder(fn: IsaFunction) -> list[int]:
@@ -486,7 +394,7 @@ def _walk(fn: IsaFunction, reach: _ReachingDefs, nodes: frozenset[tuple[int, str
     return loads
 
 
-_DEF_FIELDS = attrgetter("index", "opcode", "args", "kind")
+_DEF_ITEMS = itemgetter(0, 2, 3, 4)  # Instruction's index, opcode, args, kind (a named tuple)
 
 
 class _ReachingDefs:
@@ -501,39 +409,39 @@ class _ReachingDefs:
         for b in fn.blocks:
             self.block.extend([b.index] * (b.end - b.start))
         # The destinations are grouped by token first (a kernel writes v[50:65] dozens of times),
-        # so each distinct token is split into units once.
+        # so each distinct token is split into units once. Whether an opcode writes is looked up
+        # once per opcode (with its kind; None: a global atomic, which writes when it returns).
         by_token: dict[str, list[int]] = {}
-        writes: dict[tuple[str, str], bool] = {}
-        for index, opcode, args, kind in map(_DEF_FIELDS, fn.instructions):
+        writes: dict[str, tuple[str, bool | None]] = {}
+        get_writes, get_token = writes.get, by_token.get
+        returns_value = ops.returns_value
+        for index, opcode, args, kind in map(_DEF_ITEMS, fn.instructions):
             if not args:
                 continue
-            if kind == isa.GLOBAL_ATOMIC:
-                if not ops.returns_value(args):
-                    continue
-            else:
-                key = (opcode, kind)
-                known = writes.get(key)
-                if known is None:
-                    known = writes[key] = _writes(opcode, kind)
-                if not known:
-                    continue
-            at = by_token.get(args[0])
+            known = get_writes(opcode)
+            if known is None or known[0] != kind:
+                known = writes[opcode] = (kind, None if kind == isa.GLOBAL_ATOMIC else _writes(opcode, kind))
+            if not known[1] and (known[1] is not None or not returns_value(args)):
+                continue
+            at = get_token(args[0])
             if at is None:
                 by_token[args[0]] = [index]
             else:
                 at.append(index)
         self.defined: dict[str, list[int]] = {}  # unit -> indices of the instructions writing it, ascending
         merged: set[str] = set()  # units written through more than one token: their lists need sorting
+        defined = self.defined
         for token, indices in by_token.items():
-            for unit in _units(token):
-                at = self.defined.get(unit)
+            units = _units(token)
+            for unit in units:
+                at = defined.get(unit)
                 if at is None:
-                    self.defined[unit] = indices if len(_units(token)) == 1 else list(indices)
+                    defined[unit] = indices if len(units) == 1 else list(indices)
                 else:
                     at.extend(indices)
                     merged.add(unit)
         for unit in merged:
-            self.defined[unit].sort()
+            defined[unit].sort()
         self._reaching: dict[tuple[int, str], frozenset[int]] = {}
         self.preds: dict[int, list[int]] = {b.index: [] for b in fn.blocks}
         for b in fn.blocks:
