@@ -8,6 +8,7 @@ such configs of a GEMM whose IRS202 fix quotes num_stages.
 from __future__ import annotations
 
 import tarfile
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -83,6 +84,29 @@ def test_with_workers_a_worker_reads_the_twins_files_not_the_parent(dyt_cache, m
     data = to_data(run.report())
     data.pop("created")
     assert data == alone
+
+
+def test_twins_go_to_the_workers_while_the_harvest_goes_on(dyt_cache, monkeypatch):
+    """A twin waits for its first kernel's report. Taken as the workers finish it, not after the harvest: on the
+    bench corpus the harvest is half a 16-worker scan, and twins handed out after it were its tail. The harvest
+    is held here at its 12th kernel until a worker has finished one, so that the test does not race the workers."""
+    alone, _ = _scan(dyt_cache, monkeypatch, twins=False)
+    real_add, real_twins = analyze.Analyses.add, analyze.Analyses.add_twins
+
+    def add(self, item):
+        real_add(self, item)
+        deadline = time.monotonic() + 60
+        while len(self.work) == 12 and self.pool is not None and not self._finished and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    handed = []
+    monkeypatch.setattr(analyze.Analyses, "add", add)
+    monkeypatch.setattr(analyze.Analyses, "add_twins", lambda self, *a: handed.append(a) or real_twins(self, *a))
+    run = analyze.ScanRun(dyt_cache, jobs=2, stream=True)
+    during = len(handed)
+    data = to_data(run.report())
+    data.pop("created")
+    assert during > 0 and data == alone
 
 
 def test_a_twin_in_another_quoted_option_runs_only_the_quoting_rules_again(quoting_twins, monkeypatch):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import gc
 import itertools
 import os
@@ -103,6 +104,9 @@ class ScanRun:
         self.twins = Twins(self.selection.rules())
         self._firsts: dict[tuple, int] = {}  # a fingerprint -> the first kernel analyzed with it
         self._twins: dict[int, list[int]] = {}  # that kernel -> the later ones with its fingerprint
+        self._early: list[tuple[int, KernelReport]] = []  # results taken while the harvest goes on (stream)
+        self._first_positions: set[int] = set()  # the values of _firsts
+        self._first_reports: dict[int, KernelReport] = {}  # of those, the first kernels' (a twin may still come)
         self.found = harvest(paths, on_kernel=self._route if stream else None)
         if not stream:
             for i, k in enumerate(self.found.kernels):
@@ -142,12 +146,34 @@ class ScanRun:
         twin_of = self.twins.fingerprint(k, problems, recorded)
         if twin_of is not None:
             first = self._firsts.setdefault(twin_of, i)
-            if first != i:  # its report may be the first one's (irscope/pipeline/twins.py)
+            if first == i:
+                self._first_positions.add(i)
+            else:  # its report may be the first one's (irscope/pipeline/twins.py)
                 self._twins.setdefault(first, []).append(i)
+                if first in self._first_reports:  # analyzed already: the twin goes to a worker now
+                    self._early.extend(self._twins_of(first, self._first_reports[first]))
                 return
         self._todo.append(i)
         if self._analyses is not None:
             self._analyses.add((i, work))
+            self._take_early()
+
+    def _take_early(self) -> None:
+        """The results the workers have finished so far (streaming), and their twins handed out: a twin waits
+        for its first kernel's report, and the harvest takes most of a 16-worker scan (bench/timeline.py)."""
+        for i, result in self._analyses.early():
+            self._early.append((i, result))
+            if i in self._twins:
+                self._early.extend(self._twins_of(i, result))
+            if i in self._first_positions:
+                self._first_reports[i] = result
+
+    def _twins_of(self, i: int, result: KernelReport) -> list[tuple[int, KernelReport]]:
+        """The suspected twins of kernel `i` found so far, handed out (or confirmed here): those known at once."""
+        twins = self._twins.pop(i, ())
+        if not twins:
+            return []
+        return self._analyses.add_twins(result, self._work[i][0], [(t, self._work[t]) for t in twins], self.twins)
 
     def results(self) -> Iterator[tuple[int, KernelReport]]:
         self._analyses.start()  # the workers analyze while the index is read here
@@ -170,12 +196,10 @@ class ScanRun:
         late = Analyses(missed, self.sass, self.selection, jobs=1)
 
         def analyzed() -> Iterator[tuple[int, KernelReport]]:
-            for i, result in itertools.chain(self._analyses, late):
+            early, self._early, self._first_reports = self._early, [], {}
+            for i, result in itertools.chain(early, self._analyses, late):
                 yield i, result
-                twins = self._twins.pop(i, ())
-                if twins:  # confirmed by a worker while they run (it reads the twins' files), else here
-                    yield from self._analyses.add_twins(result, self._work[i][0], [(t, self._work[t]) for t in twins],
-                                                        self.twins)
+                yield from self._twins_of(i, result)  # confirmed by a worker while they run, else here
 
         for i, result in analyzed():
             if self.store is not None and i in self.keys:
@@ -281,6 +305,7 @@ class Analyses:
         self.futures: dict = {}
         self.streaming, self._handed = streaming, 0  # work[:_handed] is with the workers
         self._refused = False  # the pool took no more: the rest is analyzed here
+        self._finished: collections.deque = collections.deque()  # futures done, for early()
         self._started = False  # start() handed the work out
         if not streaming and min(self.jobs, len(self.work)) >= 2 and len(self.work) >= PARALLEL_FROM:
             self._start(min(self.jobs, len(self.work)), len(self.work))
@@ -322,16 +347,34 @@ class Analyses:
                     break
 
     def _hand(self, at: int, end: int) -> bool:
-        from concurrent.futures.process import BrokenProcessPool
-
         chunk = self.work[at:end]
-        try:
-            self.futures[self.pool.submit(_analyze_chunk, [w for _, w in chunk], self.one)] = chunk
-        except (OSError, BrokenProcessPool, RuntimeError):
-            self._refused = True  # what was not handed out is analyzed in this process
-            return False
+        if not self._submit(chunk, _analyze_chunk, [w for _, w in chunk], self.one):
+            return False  # what was not handed out is analyzed in this process
         self._handed = end
         return True
+
+    def _submit(self, items: list[tuple[int, Work]], task: Callable, *args) -> bool:
+        """`task(*args)` to a worker, its results to be those of `items`; False when the pool takes no more."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            future = self.pool.submit(task, *args)
+        except (OSError, BrokenProcessPool, RuntimeError):
+            self._refused = True
+            return False
+        self.futures[future] = items
+        future.add_done_callback(self._finished.append)  # in the pool's thread: a deque takes it safely
+        return True
+
+    def early(self) -> list[tuple[int, KernelReport]]:
+        """The results the workers have finished, taken without waiting while the work is still being added
+        (streaming): what waits on them (a first kernel's twins) then starts while the harvest goes on."""
+        out = []
+        while self._finished:
+            future = self._finished.popleft()
+            if future in self.futures and not future.cancelled() and future.exception() is None:
+                out.extend(zip((i for i, _ in self.futures.pop(future)), future.result()))
+        return out
 
     def start(self) -> None:
         """Hand the work to the workers (once; iterating does it too)."""
@@ -353,7 +396,7 @@ class Analyses:
     def add_late(self, item: tuple[int, Work]) -> None:
         """One more item while the results are read (a twin that is not one after all): to a worker at once,
         while the workers run; else it is analyzed here, after the rest."""
-        live = self._live()
+        live = self.pool is not None and not self._refused and self._handed == len(self.work)
         self.work.append(item)
         if live:
             self._hand(len(self.work) - 1, len(self.work))
@@ -363,15 +406,10 @@ class Analyses:
         """The suspected twins of a kernel analyzed as `first` (irscope/pipeline/twins.py). While the workers
         run, they read the twins' files, and analyze those that are none: the reports come through iteration.
         Else they are confirmed here and returned; those that are none are analyzed after the rest."""
-        from concurrent.futures.process import BrokenProcessPool
-
-        while items and self._live():  # one task a twin: those that are none are analyzed side by side
-            try:
-                future = self.pool.submit(_twin_chunk, first, harvested, [items[0][1]], twins, self.one)
-            except (OSError, BrokenProcessPool, RuntimeError):
-                self._refused = True
-            else:
-                self.futures[future] = items[:1]
+        # One task a twin: those that are none are analyzed side by side. Twins are no part of `work`: they go to
+        # the workers while the harvest still adds to it.
+        while items and self.pool is not None and not self._refused:
+            if self._submit(items[:1], _twin_chunk, first, harvested, [items[0][1]], twins, self.one):
                 items = items[1:]
         known = []
         for t, work in items:
@@ -381,10 +419,6 @@ class Analyses:
             else:
                 known.append((t, report))
         return known
-
-    def _live(self) -> bool:
-        """Whether the workers take more work now."""
-        return self.pool is not None and not self._refused and self._handed == len(self.work)
 
     def __iter__(self) -> Iterator[tuple[int, KernelReport]]:
         if not self.work:
