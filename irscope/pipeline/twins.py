@@ -63,11 +63,8 @@ class Twins:
         if first.problems or len(first.kernel.artifacts) != len(twin.artifacts) \
                 or _byte_lengths(harvested) != _byte_lengths(twin):
             return None
-        requoted = frozenset(code for option, codes in self.quoting.items()
-                             if harvested.metadata.get(option) != twin.metadata.get(option) for code in codes)
-        if not any(f.code in requoted for f in first.findings):
-            requoted = frozenset()
-        elif requote is None:
+        requoted = self.requoted(first, harvested, twin)
+        if requoted and requote is None:
             return None
         artifacts = _same_reads(first.kernel, harvested, twin)
         if artifacts is None:
@@ -88,6 +85,14 @@ class Twins:
             return None
         findings = sorted([f for f in moved.findings if f.code not in requoted] + list(own), key=finding_order)
         return replace(moved, kernel=kernel, findings=tuple(findings))
+
+
+    def requoted(self, first: KernelReport, harvested: Kernel, twin: Kernel) -> frozenset[str]:
+        """The codes of the rules that must run again on the twin: those that quote an option the two differ in,
+        when the first kernel has a finding of one of them."""
+        codes = frozenset(code for option, codes in self.quoting.items()
+                          if harvested.metadata.get(option) != twin.metadata.get(option) for code in codes)
+        return codes if any(f.code in codes for f in first.findings) else frozenset()
 
 
 def _utf8(text: str) -> bytes:
