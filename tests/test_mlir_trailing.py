@@ -1,4 +1,6 @@
-"""parsers/mlir_trailing.py: the `#loc` lines after the module give the nodes the fast reader gives them."""
+"""parsers/mlir_trailing.py: the `#loc` lines after the module give the nodes the fast reader gives them, and
+parse_mlir's model, which reads those lines' matches (mlir_attributes.AttributeReader.line_location) and the alias
+lines before the module (split_leading_aliases) apart from the reader, is the model of the reader's statements."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from irscope.parsers.mlir_build import build_module
 from irscope.parsers.mlir_fast import read_statements
 from irscope.parsers.mlir_parser import parse_mlir
 from irscope.parsers.mlir_trailing import split_trailing_locations
@@ -32,6 +35,19 @@ def test_trailing_lines_read_as_the_fast_reader_reads_them(path):
     for st, (name, node) in zip(whole[len(above):], trailing):
         assert st.items[0].value == name and st.items[1].type == "EQUAL" and len(st.items) == 3
         assert _node(st.items[2]) == _node(node)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_the_model_is_that_of_the_readers_statements(path):
+    """line_location is location() of the line's LocNode, read from the match for speed: the two must agree."""
+    text = path.read_text()
+    statements = read_statements(text)
+    assert statements is not None
+    mine, theirs = repr(parse_mlir(text, "k.ttgir")), repr(build_module(statements, text, "k.ttgir", []))
+    # Where they part, a few hundred characters around it: pytest's diff of two whole models takes minutes.
+    at = next((i for i, (a, b) in enumerate(zip(mine, theirs)) if a != b), min(len(mine), len(theirs)))
+    window = slice(max(0, at - 200), at + 200)
+    assert (len(mine), mine[window]) == (len(theirs), theirs[window])
 
 
 @pytest.mark.parametrize("tail, split", [
