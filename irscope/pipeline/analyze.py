@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 from irscope.model.version import __version__
 from irscope.model.artifact_reader import one_read_each
 from irscope.pipeline.harvester import harvest
-from irscope.pipeline.twins import Twins
+from irscope.pipeline.twins import Requote, Twins
 from irscope.model.launches import Launch
 from irscope.model.kernel import Kernel, KernelReport, Problem
 from irscope.model.report import Report
@@ -95,9 +95,7 @@ class ScanRun:
         self.twins = Twins(self.selection.rules())
         self._firsts: dict[tuple, int] = {}  # a fingerprint -> the first kernel analyzed with it
         self._twins: dict[int, list[int]] = {}  # that kernel -> the later ones with its fingerprint
-        self._early: list[tuple[int, KernelReport]] = []  # results taken while the harvest goes on (stream)
-        self._first_positions: set[int] = set()  # the values of _firsts
-        self._first_reports: dict[int, KernelReport] = {}  # of those, the first kernels' (a twin may still come)
+        self._early: dict[int, KernelReport] = {}  # results taken while the harvest goes on (stream)
         self.found = harvest(paths, on_kernel=self._route if stream else None)
         if not stream:
             for i, k in enumerate(self.found.kernels):
@@ -137,12 +135,10 @@ class ScanRun:
         twin_of = self.twins.fingerprint(k, problems, recorded)
         if twin_of is not None:
             first = self._firsts.setdefault(twin_of, i)
-            if first == i:
-                self._first_positions.add(i)
-            else:  # its report may be the first one's (irscope/pipeline/twins.py)
+            if first != i:  # its report may be the first one's (irscope/pipeline/twins.py)
                 self._twins.setdefault(first, []).append(i)
-                if first in self._first_reports:  # analyzed already: the twin goes to a worker now
-                    self._early.extend(self._twins_of(first, self._first_reports[first]))
+                if first in self._early:  # analyzed already: the twin goes to a worker now
+                    self._early.update(self._twins_of(first, self._early[first]))
                 return
         self._todo.append(i)
         if self._analyses is not None:
@@ -153,11 +149,8 @@ class ScanRun:
         """The results the workers have finished so far (streaming), and their twins handed out: a twin waits
         for its first kernel's report, and the harvest takes most of a 16-worker scan (bench/timeline.py)."""
         for i, result in self._analyses.early():
-            self._early.append((i, result))
-            if i in self._twins:
-                self._early.extend(self._twins_of(i, result))
-            if i in self._first_positions:
-                self._first_reports[i] = result
+            self._early[i] = result
+            self._early.update(self._twins_of(i, result))
 
     def _twins_of(self, i: int, result: KernelReport) -> list[tuple[int, KernelReport]]:
         """The suspected twins of kernel `i` found so far, handed out (or confirmed here): those known at once."""
@@ -187,8 +180,8 @@ class ScanRun:
         late = Analyses(missed, self.sass, self.selection, jobs=1)
 
         def analyzed() -> Iterator[tuple[int, KernelReport]]:
-            early, self._early, self._first_reports = self._early, [], {}
-            for i, result in itertools.chain(early, self._analyses, late):
+            early, self._early = self._early, {}
+            for i, result in itertools.chain(early.items(), self._analyses, late):
                 yield i, result
                 yield from self._twins_of(i, result)  # confirmed by a worker while they run, else here
 
@@ -291,6 +284,7 @@ class Analyses:
                  jobs: int | None = None, streaming: bool = False) -> None:
         self.work = list(work)
         self.one = partial(_analyze_one, sass=sass, selection=selection)
+        self.requote = partial(quoting_findings, sass=sass, selection=selection)  # a twin's quoting rules
         self.jobs = default_jobs() if jobs is None else max(1, jobs)
         self.pool = None
         self.futures: dict = {}
@@ -403,12 +397,13 @@ class Analyses:
         quick = [item for item in items if not twins.requoted(first, harvested, item[1][0])]
         tasks = ([quick] if quick else []) + [[item] for item in items if item not in quick]
         while tasks and self.pool is not None and not self._refused:
-            if self._submit(tasks[0], _twin_chunk, first, harvested, [w for _, w in tasks[0]], twins, self.one):
+            if self._submit(tasks[0], _twin_chunk, first, harvested, [w for _, w in tasks[0]], twins, self.one,
+                            self.requote):
                 tasks = tasks[1:]
         items = [item for task in tasks for item in task]
         known = []
         for t, work in items:
-            report = _twin_report(twins, first, harvested, work, self.one)
+            report = _twin_report(twins, first, harvested, work, self.requote)
             if report is None:
                 self.add_late((t, work))
             else:
@@ -469,17 +464,16 @@ def _analyze_chunk(work: list[Work], one: Callable[[Work], KernelReport]) -> lis
 
 
 def _twin_chunk(first: KernelReport, harvested: Kernel, work: list[Work], twins: Twins,
-                one: Callable[[Work], KernelReport]) -> list[KernelReport]:
+                one: Callable[[Work], KernelReport], requote: Requote) -> list[KernelReport]:
     """In a worker: each suspected twin's report from the first kernel's, or its own analysis when it is none."""
-    return [_twin_report(twins, first, harvested, w, one) or one(w) for w in work]
+    return [_twin_report(twins, first, harvested, w, requote) or one(w) for w in work]
 
 
 def _twin_report(twins: Twins, first: KernelReport, harvested: Kernel, work: Work,
-                 one: Callable[[Work], KernelReport]) -> KernelReport | None:
-    selection, sass = one.keywords["selection"], one.keywords["sass"]
+                 requote: Requote) -> KernelReport | None:
     try:
         with one_read_each():  # the reads that confirm it serve the quoting rules too
-            return twins.report(first, harvested, work[0], partial(quoting_findings, sass=sass, selection=selection))
+            return twins.report(first, harvested, work[0], requote)
     except Exception:  # noqa: BLE001 - a twin that cannot be confirmed is analyzed on its own
         return None
 

@@ -86,7 +86,6 @@ class Twins:
         findings = sorted([f for f in moved.findings if f.code not in requoted] + list(own), key=finding_order)
         return replace(moved, kernel=kernel, findings=tuple(findings))
 
-
     def requoted(self, first: KernelReport, harvested: Kernel, twin: Kernel) -> frozenset[str]:
         """The codes of the rules that must run again on the twin: those that quote an option the two differ in,
         when the first kernel has a finding of one of them."""
