@@ -4,8 +4,9 @@ A parse allocates thousands of tuples (an Instruction and its operands per line)
 almost nothing until it returns; what it builds is acyclic. At Python's default threshold a
 collection runs every 700 allocations and walks the young objects, and every tenth one
 everything the caller holds as well: reading the bench corpus's ISA files with their results
-kept, half the time went there (bench/bench_isa_parse.py). parsers/mlir_fast.py pauses it the
-same way for the TTGIR token tree. The caller's setting is restored, also when the parse raises.
+kept, half the time went there (bench/bench_isa_parse.py). parse_mlir (parsers/mlir_parser.py)
+pauses it the same way for the TTGIR token tree and model, and instruction_mix while it counts.
+The caller's setting is restored, also when the parse raises.
 """
 
 from __future__ import annotations

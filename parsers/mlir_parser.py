@@ -11,11 +11,10 @@ unstructured op, not an exception.
 
 from __future__ import annotations
 
-import gc
-
 from irscope.ir.mlir import MlirModule
 from irscope.model.kernel import Problem
 
+from .gc_pause import collections_paused
 from .mlir_fast import read_statements
 from .mlir_trailing import split_leading_aliases, trailing_location_lines
 from .mlir_tree import Statement
@@ -64,34 +63,29 @@ def _unrepaired(text: str, path: str) -> Problem:
     return Problem(path, f"MLIR text irscope cannot read, and at {len(text):,} characters too large to repair")
 
 
+# The token tree and the model are acyclic: a collection while they grow would only walk
+# them, and everything the caller holds, again and again (a quarter of the build's time).
+@collections_paused
 def parse_mlir(text: str, path: str, reader: str = "fast") -> MlirModule:
     """Parse one TTIR/TTGIR file (or an MLIR_ENABLE_DUMP section, or a lit test)."""
     from .mlir_build import build_module
 
-    # The token tree and the model are acyclic: a collection while they grow would only walk
-    # them, and everything the caller holds, again and again (a quarter of the build's time).
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        if reader == "fast":  # the `#loc` lines after the module by one regex, the text above by the fast reader
-            cut, trailing = trailing_location_lines(text)
-            above = text[:cut] if trailing else text
-            begin, line, leading = split_leading_aliases(above)  # and the alias lines before the module
-            statements = read_statements(above, True, begin, line)  # one-line ops as LineOps (parsers/mlir_build.py)
-            if statements is not None:
-                return build_module(statements, text, path, [], trailing, leading)
-            if len(above) <= REPAIR_MAX_CHARS:  # as without LineOps, and lark reads it
-                statements = read_statements(above)
-            if statements is not None:
-                return build_module(statements, text, path, [], trailing)
-            # it declines the text above the lines iff it declines the whole (parsers/mlir_trailing.py)
-            statements, problems = _declined(text, path, reader)
-        else:
-            statements, problems = parse_statements(text, path, reader)
-        return build_module(statements, text, path, problems)
-    finally:
-        if collecting:
-            gc.enable()
+    if reader == "fast":  # the `#loc` lines after the module by one regex, the text above by the fast reader
+        cut, trailing = trailing_location_lines(text)
+        above = text[:cut] if trailing else text
+        begin, line, leading = split_leading_aliases(above)  # and the alias lines before the module
+        statements = read_statements(above, True, begin, line)  # one-line ops as LineOps (parsers/mlir_build.py)
+        if statements is not None:
+            return build_module(statements, text, path, [], trailing, leading)
+        if len(above) <= REPAIR_MAX_CHARS:  # as without LineOps, and lark reads it
+            statements = read_statements(above)
+        if statements is not None:
+            return build_module(statements, text, path, [], trailing)
+        # it declines the text above the lines iff it declines the whole (parsers/mlir_trailing.py)
+        statements, problems = _declined(text, path, reader)
+    else:
+        statements, problems = parse_statements(text, path, reader)
+    return build_module(statements, text, path, problems)
 
 
 def __getattr__(name: str):
