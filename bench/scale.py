@@ -12,7 +12,10 @@ the peak summed PSS of the process tree), output to /dev/null.
 - linear: 1, 1/4, 1/2 and all of --copies with a worker per core: kernels per second at each size,
   and the largest's throughput against the smallest's (issue 25: within 10%);
 - workers: the corpus itself with -j 1, 2, 4, 8, ... up to the cores: the speed-up over -j 1
-  (issue 25: 16 workers at least 12x one).
+  (issue 25: 16 workers at least 12x one);
+- with --at-scale, the largest scan again with -j 1: the speed-up of a worker per core at 10,000 kernels,
+  where a run's fixed cost (imports, the last results) is spread over ten times the kernels and each
+  worker's memoized layouts have seen ten times as many of a family's configs.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ def main() -> None:
     ap.add_argument("corpus")
     ap.add_argument("--copies", type=int, default=10, help="the largest scan: this many copies of the corpus")
     ap.add_argument("--json")
+    ap.add_argument("--at-scale", action="store_true", help="also the largest scan with -j 1 (minutes)")
     args = ap.parse_args()
     corpus = Path(args.corpus).expanduser().resolve()
     per_copy = len(kernel_dirs(corpus))
@@ -83,6 +87,11 @@ def main() -> None:
     print("| workers | seconds | speed-up | peak PSS MB |\n|---:|---:|---:|---:|")
     for r in rows["workers"]:
         print(f"| {r['jobs']} | {r['seconds']:.2f} | {one / r['seconds']:.1f}x | {r['peak_rss_kib'] / 1024:,.0f} |")
+    if args.at_scale:
+        seconds, rss = run_once([*scan, *map(str, folders), "-j", "1"])
+        rows["at_scale"] = {"kernels": large["kernels"], "seconds_one": seconds, "peak_rss_kib_one": rss}
+        print(f"{large['kernels']:,} kernels: -j 1 {seconds:.2f} s, -j {cores} {large['seconds']:.2f} s: "
+              f"{seconds / large['seconds']:.1f}x")
     if args.json:
         Path(args.json).write_text(json.dumps({"cores": cores, "per_copy": per_copy, **rows}, indent=1) + "\n")
 
