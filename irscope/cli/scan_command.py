@@ -77,9 +77,19 @@ def _refusal(args: argparse.Namespace, scripts: list[str]) -> str | None:
     if scripts and (len(args.paths) > 1 or not os.path.isfile(scripts[0])):
         return (f"give one script to run ({scripts[0]} {'is not a file' if not os.path.isfile(scripts[0]) else ''}"
                 f"{'and nothing else' if len(args.paths) > 1 else ''})".replace("( ", "("))
-    if (args.target or args.keep is not None or args.out or args.dump or args.script_args) and not scripts:
-        return ("--target, --keep, --no-keep, --out and `-- args` go with a script: "
+    if (args.target or args.keep is not None or args.out or args.dump or args.script_args or args.profile) \
+            and not scripts:
+        return ("--target, --profile, --keep, --no-keep, --out and `-- args` go with a script: "
                 "irscope scan script.py --target gfx942")
+    if args.profile and args.target:
+        return (f"--profile measures the kernels on this machine's GPU, and --target {args.target} runs nothing: "
+                "drop one of them")
+    if args.profile:
+        from irscope.pipeline.profile_session import no_gpu_here
+
+        absent = no_gpu_here()
+        if absent:
+            return f"--profile measures the kernels on a GPU, and {absent}: nothing was run"
     from irscope.render.exports import check as check_exports
 
     # before a long scan: two outputs on stdout, no pyarrow, a FILE unwritable or inside a scanned path
@@ -133,7 +143,7 @@ def _run_script(args: argparse.Namespace, script: str) -> int:
             relay = partial(relay_child, line=line, what=f"running {script}") if line else None
             result = run_script(script, tuple(args.script_args), args.target, True if only_for_tui else args.keep,
                                 args.out, args.sass, rule_selection(args), dump=args.dump, on_progress=line,
-                                run_child=relay)
+                                run_child=relay, profile=args.profile)
     except RuleConfigError as exc:
         error(str(exc))
         return EXIT_USAGE

@@ -18,6 +18,7 @@ from irscope.model.launches import AutotuneChoice, CompiledConfig, Launch
 from irscope.model.layout_summary import LayoutSummary
 from irscope.model.occupancy_result import KernelOccupancy
 from irscope.model.pass_timeline import PassTimeline
+from irscope.model.profile import KernelTime
 from irscope.model.specialization import Specialization
 
 
@@ -221,6 +222,7 @@ class KernelReport:
     # From `irscope scan script.py`: its constexprs and options, and the autotuners' choices of it (one a tuning key)
     config: CompiledConfig | None = None
     autotune: tuple[AutotuneChoice, ...] = ()
+    time: KernelTime | None = None  # from `irscope scan script.py --profile`: its GPU time in the run
 
     @property
     def ok(self) -> bool:

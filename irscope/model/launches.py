@@ -17,6 +17,7 @@ from math import prod
 from pathlib import Path
 from typing import Iterator
 
+from irscope.model.profile import RunProfile
 from irscope.model.serde import loads_bounded
 
 MAX_TEXT = 200  # a constexpr's value or a tuning key as text
@@ -63,6 +64,8 @@ class ScriptRun:
     stand_in: tuple[StandInAnswer, ...] = ()  # under --target: what the stand-in answered, most asked first
     reason: str | None = None  # why the script failed, when irscope can name it (a config Triton rejects)
     kept: str | None = None  # the run's directory while it is kept (its cache, launches, report)
+    profile: RunProfile | None = None  # with --profile: the GPU time of the whole run
+    unprofiled: str | None = None  # with --profile: why no profile came back (no Proton, no CUPTI, a bad file)
 
 
 @dataclass(frozen=True)

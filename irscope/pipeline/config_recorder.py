@@ -68,6 +68,8 @@ class ConfigRecorder:
         self._compiled: set[str | None] = set()
         self._choices: set[tuple] = set()
         self._tuners: list = []  # kept alive, so that their ids stay theirs
+        self.profile = None  # under --profile: the ProfileSession whose autotune scope holds the benchmarking
+        self.benchmarking = 0  # inside an autotuner's timing of its configs
 
     def compiled(self, src, metadata) -> None:
         h = getattr(metadata, "hash", None)
@@ -104,6 +106,23 @@ class ConfigRecorder:
             return result
 
         Autotuner.run = run
+        real_bench = getattr(Autotuner, "_bench", None)  # times one config: Triton 3.0-3.9
+        if real_bench is None:
+            return
+
+        def bench(tuner, *args, **kwargs):
+            recorder.benchmarking += 1
+            try:
+                if recorder.profile is None:
+                    return real_bench(tuner, *args, **kwargs)
+                from irscope.pipeline.profile_session import AUTOTUNE_SCOPE
+
+                with recorder.profile.scope(AUTOTUNE_SCOPE):
+                    return real_bench(tuner, *args, **kwargs)
+            finally:
+                recorder.benchmarking -= 1
+
+        Autotuner._bench = bench
 
     def autotuned(self, tuner, keys_before: set, timings_before) -> None:
         cache = getattr(tuner, "cache", None)

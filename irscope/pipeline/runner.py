@@ -38,10 +38,11 @@ class RunResult:
 def run_script(script: str, args: tuple[str, ...] = (), target: str | None = None, keep: bool | None = None,
                out: str | None = None, sass: bool = False, rules: RuleSelection | None = None,
                python: str | None = None, log=None, dump: bool = False, on_progress=None,
-               run_child=None) -> RunResult:
+               run_child=None, profile: str | None = None) -> RunResult:
     """Run `script` and scan what it compiled. `keep`: None keeps the run among the newest
     IRSCOPE_KEEP_RUNS, True pins it, False removes it at the end; `out` puts it in that directory.
     Ctrl-C (or the script's own KeyboardInterrupt) removes the run and raises KeyboardInterrupt.
+    `profile`: "time" times every kernel with Proton (irscope/pipeline/profile_session.py; never with `target`).
     `on_progress`: the scan's (irscope.pipeline.analyze.scan); `run_child(command, env) -> exit code` runs the
     child instead of subprocess.run (the CLI's, which shows a spinner: irscope/render/progress.py)."""
     from irscope.pipeline.analyze import scan
@@ -59,6 +60,8 @@ def run_script(script: str, args: tuple[str, ...] = (), target: str | None = Non
     command = [python or sys.executable, "-m", "irscope.pipeline.runner_child", "--launches", str(launches),
                "--outcome", str(outcome_file)]
     command += ["--target", target] if target else []
+    profile_file = work / "profile"  # Proton writes profile.hatchet
+    command += ["--profile", str(profile_file)] if profile and not target else []
     command += [script, *args]
     mode = f"for {target} (kernels compile, nothing runs)" if target else "on this machine's GPU"
     print(f"irscope: running {script} {mode}; its output follows", file=log, flush=True)
@@ -75,7 +78,7 @@ def run_script(script: str, args: tuple[str, ...] = (), target: str | None = Non
             shutil.rmtree(work, ignore_errors=True)
         raise KeyboardInterrupt
     print("-" * 30 + f" script exited with {code} " + "-" * 30, file=log, flush=True)
-    answers, reason = _read_outcome(outcome_file)
+    answers, reason, unprofiled = _read_outcome(outcome_file)
     kept = None if temporary else work
     try:
         recorded = read_launches(launches)
@@ -88,6 +91,9 @@ def run_script(script: str, args: tuple[str, ...] = (), target: str | None = Non
         report = attach_configs(report, launches)
         if dump:
             report = attach_timelines(report, dump_file, log)
+        run_profile = None
+        if profile and not target and unprofiled is None:
+            report, run_profile, unprofiled = _attach_profile(report, profile_file, launches)
     except BaseException:  # Ctrl-C while analyzing: nothing is reported, the run goes
         if removable:
             shutil.rmtree(work, ignore_errors=True)
@@ -99,7 +105,9 @@ def run_script(script: str, args: tuple[str, ...] = (), target: str | None = Non
 
         device = DEVICES[target].name
     report = replace(report, run=ScriptRun(script, tuple(args), target, code, total, device, answers, reason,
-                                           str(kept) if kept else None))
+                                           str(kept) if kept else None, run_profile, unprofiled))
+    if unprofiled and profile:
+        print(f"irscope: --profile: {unprofiled}", file=log)
     if kept is None:
         shutil.rmtree(work, ignore_errors=True)
     else:
@@ -123,19 +131,36 @@ def _run_directory(script: str, target: str | None, keep: bool | None, out: str 
     return work, False
 
 
-def _read_outcome(path: Path) -> tuple[tuple[StandInAnswer, ...], str | None]:
-    """The stand-in's answers, most asked first, and the failure the child named (or None)."""
+def _attach_profile(report: Report, profile_file: Path, launches: Path):
+    """(report, RunProfile or None, why there is none)."""
+    from irscope.model.errors import ArtifactError
+    from irscope.pipeline.profiling import attach_profile
+
+    hatchet = profile_file.with_name(profile_file.name + ".hatchet")
+    if not hatchet.exists():
+        return report, None, "Proton wrote no profile (the script ended its process before irscope could ask it to)"
+    try:
+        report, run_profile = attach_profile(report, hatchet, launches)
+    except ArtifactError as exc:
+        return report, None, str(exc)
+    return report, run_profile, None
+
+
+def _read_outcome(path: Path) -> tuple[tuple[StandInAnswer, ...], str | None, str | None]:
+    """The stand-in's answers, most asked first, the failure the child named (or None), and why Proton gave no
+    profile (or None)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return (), None  # the script ended the process itself (os._exit) or was killed
+        return (), None, None  # the script ended the process itself (os._exit) or was killed
     if not isinstance(data, dict):
-        return (), None
+        return (), None, None
     asked = data.get("questions") if isinstance(data.get("questions"), dict) else {}
     answers = sorted(((q, n) for q, n in asked.items() if isinstance(q, str) and isinstance(n, int)),
                      key=lambda qn: (-qn[1], qn[0]))
-    reason = data.get("reason")
-    return tuple(StandInAnswer(q, n) for q, n in answers), reason if isinstance(reason, str) else None
+    reason, unprofiled = data.get("reason"), data.get("profile_problem")
+    return (tuple(StandInAnswer(q, n) for q, n in answers), reason if isinstance(reason, str) else None,
+            unprofiled[:500] if isinstance(unprofiled, str) else None)
 
 
 def attach_configs(report: Report, launches: Path) -> Report:

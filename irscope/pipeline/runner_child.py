@@ -1,7 +1,7 @@
 """The child process of `irscope scan script.py`: record launches, then run the script.
 
-Run as `python -m irscope.pipeline.runner_child --launches FILE --outcome FILE [--target ARCH] SCRIPT
-[ARGS...]` with TRITON_CACHE_DIR pointing at irscope's run cache. With --target it installs
+Run as `python -m irscope.pipeline.runner_child --launches FILE --outcome FILE [--target ARCH | --profile PATH]
+SCRIPT [ARGS...]` with TRITON_CACHE_DIR pointing at irscope's run cache. With --target it installs
 the stand-in device (every launch compiles for ARCH and runs nothing); without, the real
 driver runs the kernels and its launcher is wrapped the same way. Each launch is appended to
 the launches FILE as one JSON line the moment it happens, so a script that fails later still
@@ -9,7 +9,8 @@ leaves them; beside them go each compiled kernel's constexprs and options and ea
 autotuner's choice (irscope/pipeline/config_recorder.py). The script runs as `__main__` with its own
 argv; its output and traceback are its own. The outcome FILE says, as JSON, what the stand-in
 answered and, when the script failed in a way irscope can name (a config Triton rejects,
-Ctrl-C), that reason in one line.
+Ctrl-C), that reason in one line. With --profile, Proton times every kernel on the GPU into
+`PATH.hatchet`, each launch under a scope of its own (irscope/pipeline/profile_session.py).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ def main() -> int:
     parser.add_argument("--launches", required=True)
     parser.add_argument("--outcome", required=True)
     parser.add_argument("--target")
+    parser.add_argument("--profile", metavar="PATH", help="time every kernel with Proton into PATH.hatchet")
     parser.add_argument("script")
     parser.add_argument("args", nargs=argparse.REMAINDER)
     opts = parser.parse_args()
@@ -60,6 +62,8 @@ def main() -> int:
             print(f"irscope: no GPU driver is active here ({exc}); give --target ARCH to compile for a target "
                   "without running", file=sys.stderr)
             return NO_DRIVER
+        if opts.profile:
+            recorder.start_profile(opts.profile, outcome)
     sys.argv = [opts.script, *opts.args]
     sys.path.insert(0, os.path.dirname(script))
     try:
@@ -84,10 +88,14 @@ class Outcome:
 
     def __init__(self, path: str):
         self.path, self.questions = path, {}
+        self.profile = None  # the ProfileSession, written out before the outcome
 
     def done(self, code: int, reason: str | None = None) -> int:
+        record = {"questions": dict(self.questions), "reason": reason, "exit_code": code}
+        if self.profile is not None:
+            record["profile_problem"] = self.profile.finish()
         with open(self.path, "w", encoding="utf-8") as f:
-            json.dump({"questions": dict(self.questions), "reason": reason, "exit_code": code}, f)
+            json.dump(record, f)
         return code
 
 
@@ -102,6 +110,16 @@ class LaunchRecorder:
         self.last_compiled = None  # (src, metadata) of the newest launcher: the kernel Triton checks next
         self._units: list[int | None] = []
         self.configs = ConfigRecorder(self.sink, stand_in)
+        self.profile = None  # a ProfileSession under --profile
+
+    def start_profile(self, path: str, outcome: Outcome) -> None:
+        from irscope.pipeline.profile_session import ProfileSession
+
+        session = outcome.profile = ProfileSession(path)
+        if session.start():
+            self.profile = self.configs.profile = session
+        else:
+            print(f"irscope: --profile: {session.problem}; the script runs unprofiled", file=sys.stderr)
 
     def on_launcher(self, src, metadata, launch):
         self.last_compiled = (src, metadata)
@@ -110,15 +128,25 @@ class LaunchRecorder:
         def recording(grid_x, grid_y, grid_z, *rest, **kwargs):
             grid = [int(grid_x), int(grid_y), int(grid_z)]
             line = _script_line(self.script)
-            self.configs.launched(getattr(metadata, "hash", None))
-            self.sink.write(json.dumps({
-                "hash": getattr(metadata, "hash", None), "name": getattr(metadata, "name", None), "grid": grid,
+            kernel_hash = getattr(metadata, "hash", None)
+            self.configs.launched(kernel_hash)
+            record = {
+                "hash": kernel_hash, "name": getattr(metadata, "name", None), "grid": grid,
                 "num_warps": getattr(metadata, "num_warps", None), "num_stages": getattr(metadata, "num_stages", None),
                 "shared": getattr(metadata, "shared", None), "compute_units": self.compute_units(),
                 "path": self.script if line else None, "line": line,
                 "cpu_shaped": cpu_shaped(grid) if self.stand_in else None,
-            }) + "\n")
-            return launch(grid_x, grid_y, grid_z, *rest, **kwargs)
+            }
+            if self.profile is None:
+                self.sink.write(json.dumps(record) + "\n")
+                return launch(grid_x, grid_y, grid_z, *rest, **kwargs)
+            from irscope.pipeline.profile_session import tensor_bytes
+
+            number = self.configs.launches
+            record.update(launch=number, autotune=self.configs.benchmarking > 0, bytes=tensor_bytes(rest))
+            self.sink.write(json.dumps(record) + "\n")
+            with self.profile.launch_scope(number, kernel_hash, self.configs.benchmarking > 0):
+                return launch(grid_x, grid_y, grid_z, *rest, **kwargs)
         return recording
 
     def compute_units(self) -> int | None:

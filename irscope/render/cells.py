@@ -46,3 +46,24 @@ def _instructions(r: KernelReport) -> str:
 def short_key(key: str) -> str:
     """The first 8 characters of a kernel's cache directory (its hash): enough to tell configs apart."""
     return key.rstrip("/").rsplit("/", 1)[-1][:8]
+
+
+def duration(ns: float | None) -> str:
+    """A GPU time to three figures: `950 ns`, `10.5 us`, `1.18 ms`, `2.31 s`."""
+    if ns is None:
+        return "-"
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if ns >= scale:
+            value = ns / scale
+            return f"{value:.3g} {unit}" if value < 1000 else f"{value:,.0f} {unit}"
+    return f"{ns:.0f} ns"
+
+
+def share(fraction: float | None) -> str:
+    """`18%`, `0.4%`, `<0.1%` of the run's GPU time."""
+    if fraction is None:
+        return "-"
+    percent = fraction * 100
+    if percent >= 9.95:
+        return f"{percent:.0f}%"
+    return f"{percent:.1f}%" if percent >= 0.05 else ("0%" if fraction == 0 else "<0.1%")

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.text import Text
 
 from irscope.model.kernel import KernelReport
-from irscope.render.cells import _instructions, _num, _registers, _v, short_key  # noqa: F401 (short_key: public here)
+from irscope.render.cells import _instructions, _num, _registers, _v, duration, share, short_key  # noqa: F401
 from irscope.render.occupancy import occupancy_cell, short_step
 from irscope.model.safe_text import printable, printable_message, printable_name
 from irscope.render.table import Column, draw_table, wrapped
@@ -36,6 +36,21 @@ CONSOLE_ORDER = ("kernel", "key", "arch", "status", "occupancy", "VGPR/regs", "s
 KEY_COLUMN = Column("key", keep=True)
 _BY_NAME = {c.name: i for i, c in enumerate(COLUMNS)}
 CONSOLE_COLUMNS = tuple(KEY_COLUMN if n == "key" else COLUMNS[_BY_NAME[n]] for n in CONSOLE_ORDER)
+# With --profile: the kernel's GPU time in the run and its share of all of it, right after the key.
+# Their launches come last: the first columns the width hides.
+TIME_COLUMNS = (Column("GPU time", "right", keep=True), Column("share", "right", keep=True))
+PROFILED_COLUMNS = CONSOLE_COLUMNS[:2] + TIME_COLUMNS + CONSOLE_COLUMNS[2:] + (Column("launches", "right"),)
+
+
+def time_order(r: KernelReport) -> tuple:
+    """Most GPU time first (the unprofiled last), then the one order of kernels."""
+    return (-(r.time.total_ns if r.time else -1), sort_key(r))
+
+
+def time_cells(r: KernelReport) -> tuple[list[str], str]:
+    """(GPU time and share, launches) of a profiled kernel's row."""
+    t = r.time
+    return ([duration(t.total_ns), share(t.share)], f"{t.launches:,}") if t and t.launches else (["-", "-"], "-")
 
 
 def sort_key(r: KernelReport) -> tuple:
@@ -66,12 +81,18 @@ def kernel_row(r: KernelReport) -> list[str | Text]:
 def kernel_table(report: Report | Sequence[KernelReport], width: int | None = None, title: str | None = None) -> Text:
     """`width`: the terminal's; None shows every column (--wide)."""
     kernels = report.kernels if isinstance(report, Report) else report
+    profiled = any(r.time is not None for r in kernels)
     rows = []
-    for r in sorted(kernels, key=sort_key):
+    for r in sorted(kernels, key=time_order if profiled else sort_key):
         cells = dict(zip((c.name for c in COLUMNS), kernel_row(r)))
         cells["key"] = printable(short_key(r.kernel.key))
-        rows.append([cells[n] for n in CONSOLE_ORDER])
-    return draw_table(title or f"{len(kernels)} kernels", CONSOLE_COLUMNS, rows, width)
+        row = [cells[n] for n in CONSOLE_ORDER]
+        if profiled:
+            measured, launches = time_cells(r)
+            row = row[:2] + measured + row[2:] + [launches]
+        rows.append(row)
+    return draw_table(title or f"{len(kernels)} kernels", PROFILED_COLUMNS if profiled else CONSOLE_COLUMNS, rows,
+                      width)
 
 
 def problem_lines(report: Report) -> list[Text]:
@@ -91,7 +112,9 @@ def finding_lines(report: Report | Sequence[KernelReport], roots: SourceRoots | 
                   width: int | None = None) -> list[Text]:
     """Findings grouped by kernel in the table's order, most serious first, each with its line and the fix."""
     lines: list[Text] = []
-    for r in sorted(report.kernels if isinstance(report, Report) else report, key=sort_key):
+    kernels = report.kernels if isinstance(report, Report) else report
+    profiled = any(r.time is not None for r in kernels)
+    for r in sorted(kernels, key=time_order if profiled else sort_key):
         if r.findings:
             lines.extend(kernel_finding_lines(r, r.findings, roots, width))
     return lines
@@ -115,7 +138,7 @@ def kernel_finding_lines(r: KernelReport, findings: Sequence[Finding], roots: So
 
     arch = r.kernel.target.arch if r.kernel.target else "?"
     lines = [Text.assemble((printable_name(r.kernel.name), "bold"), f"  {printable_name(arch)}  ",
-                           (printable_name(r.kernel.key), "dim"))]
+                           (printable_name(r.kernel.key), "dim"), *_time_note(r))]
     for f in sorted(findings, key=lambda f: (SEVERITIES.index(f.severity), f.code, f.line or 0)):
         style = {"error": "red", "warning": "yellow"}.get(f.severity, "cyan")
         lines.append(Text.assemble("  ", (f"{f.severity} {f.code}", style), f" {f.slug}  ",
@@ -123,6 +146,15 @@ def kernel_finding_lines(r: KernelReport, findings: Sequence[Finding], roots: So
         lines.extend(wrapped(printable_message(f.message), width))
         lines.extend(wrapped("fix: " + printable(f.fix), width, style="dim"))
     return lines
+
+
+def _time_note(r: KernelReport) -> tuple:
+    """`  18% of GPU time (10.5 us, 1 launch)` after a profiled kernel's heading."""
+    t = r.time
+    if t is None or not t.launches:
+        return ()
+    return ("  ", (f"{share(t.share)} of GPU time ({duration(t.total_ns)}, {t.launches:,} "
+                   f"launch{'es' if t.launches != 1 else ''})", "bold magenta"))
 
 
 def render(report: Report, console: Console, wide: bool = False, every_config: bool = False,
@@ -134,11 +166,18 @@ def render(report: Report, console: Console, wide: bool = False, every_config: b
 
     width = None if wide else console.width
     blocks = [] if every_config else [f for f in families(report.kernels) if len(f.configs) > 1]
+    if any(r.time is not None for r in report.kernels):  # --profile: the families that held the most GPU time first
+        by_key = {r.kernel.key: r for r in report.kernels}
+        blocks.sort(key=lambda f: -sum(t.total_ns for c in f.configs if (t := by_key[c.kernel].time) is not None))
     grouped = {c.kernel for f in blocks for c in f.configs}
     alone = [r for r in report.kernels if r.kernel.key not in grouped]
     # One Text, printed without wrapping: thousands of findings as separate renderables took
     # seconds; a finding's lines are short, and a terminal wraps a long path by itself.
     parts = []
+    if report.run is not None and (report.run.profile is not None or report.run.unprofiled):
+        from irscope.render.profile import profile_lines
+
+        parts.extend(profile_lines(report, width))
     if alone or not blocks:
         title = f"{len(alone)} kernels" if not blocks else (f"{len(report.kernels)} kernels: {len(alone)} alone here, "
                                                             f"{len(grouped)} in {len(blocks)} families below "

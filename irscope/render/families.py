@@ -14,7 +14,7 @@ from rich.text import Text
 
 from irscope.occupancy.families import Family, SharedFinding
 from irscope.model.kernel import KernelReport
-from irscope.render.cells import _instructions, _registers, short_key
+from irscope.render.cells import _instructions, _registers, duration, share, short_key
 from irscope.render.occupancy import occupancy_cell
 from irscope.model.safe_text import printable, printable_message, printable_name
 from irscope.render.table import Column, draw_table, middle_ellipsis, wrapped
@@ -48,12 +48,19 @@ def labels(positions: Sequence[int], most: int = SHOWN) -> str:
     return " ".join(named) + (f" +{rest} more" if rest else "")
 
 
-def config_columns(family: Family) -> list[Column]:
-    """`#`, the family's parameters (the varying ones, else every one), then FACT_COLUMNS."""
+def config_columns(family: Family, profiled: bool = False) -> list[Column]:
+    """`#`, the family's parameters (the varying ones, else every one), then FACT_COLUMNS; with `profiled`
+    (--profile), each config's GPU time in the run and its share of it."""
     columns = [Column("#", "right", keep=True)]
     columns += [Column(HEADERS.get(n, printable_name(n)), "right", keep=True) for n in config_params(family)]
+    measured = [Column("GPU time", "right", keep=True)] if profiled else []
     tuned = [Column("tuned ms", "right")] if timed(family) else []
-    return columns + list(FACT_COLUMNS[:1]) + tuned + list(FACT_COLUMNS[1:])
+    return columns + measured + list(FACT_COLUMNS[:1]) + tuned + list(FACT_COLUMNS[1:])
+
+
+def profiled(kernels) -> bool:
+    """Whether any of these kernel reports has a GPU time (irscope scan script.py --profile)."""
+    return any(r.time is not None for r in kernels)
 
 
 def timed(family: Family) -> bool:
@@ -65,7 +72,7 @@ def config_params(family: Family) -> tuple[str, ...]:
     return family.varying or tuple(n for n, _ in family.configs[0].params)
 
 
-def config_row(family: Family, i: int, r: KernelReport) -> list[str | Text]:
+def config_row(family: Family, i: int, r: KernelReport, measured: bool = False) -> list[str | Text]:
     """The cells of config `i` (its kernel `r`) under config_columns; `*` marks the autotuner's choice."""
     c = family.configs[i]
     regs, _, spill, _ = _registers(r)
@@ -74,17 +81,20 @@ def config_row(family: Family, i: int, r: KernelReport) -> list[str | Text]:
               else Text("yes") if c.fit.launches else Text("?", style="dim"))
     grid = "-" if c.workgroups is None else f"{c.workgroups:,}/{c.slots:,}" if c.slots else f"{c.workgroups:,}/?"
     tuned = ["-" if c.ms is None else f"{c.ms:.3f}"] if timed(family) else []
-    return [label(i) + ("*" if c.chosen else ""), *(printable(c.param(n)) for n in config_params(family)), launch,
-            *tuned, occupancy_cell(r.occupancy), spill, "-" if shared is None else f"{shared.value:,}", regs,
+    time = [f"{duration(r.time.total_ns)} {share(r.time.share)}" if r.time and r.time.launches else "-"] \
+        if measured else []
+    return [label(i) + ("*" if c.chosen else ""), *(printable(c.param(n)) for n in config_params(family)), *time,
+            launch, *tuned, occupancy_cell(r.occupancy), spill, "-" if shared is None else f"{shared.value:,}", regs,
             str(c.findings), grid, _instructions(r), printable(short_key(c.kernel))]
 
 
 def config_table(family: Family, kernels: Mapping[str, KernelReport], width: int | None,
                  positions: Sequence[int] | None = None) -> Text:
     """The configs at `positions` (all by default) as rows, numbered by their place in the family."""
-    rows = [config_row(family, i, kernels[family.configs[i].kernel])
+    measured = profiled(kernels[c.kernel] for c in family.configs)
+    rows = [config_row(family, i, kernels[family.configs[i].kernel], measured)
             for i in (range(len(family.configs)) if positions is None else positions)]
-    return draw_table("", config_columns(family), rows, width)
+    return draw_table("", config_columns(family, measured), rows, width)
 
 
 def counts(family: Family) -> tuple[int, int]:
@@ -135,7 +145,9 @@ def launch_lines(family: Family) -> list[Text]:
 
 
 def shared_finding_lines(family: Family, shared: SharedFinding, roots: SourceRoots | None = None,
-                         width: int | None = None) -> list[Text]:
+                         width: int | None = None, kernels: Mapping[str, KernelReport] | None = None) -> list[Text]:
+    """One rule at one Python line across the family; with `kernels` of a profiled run, the share of the GPU
+    time the configs that have it held."""
     style = {"error": "red", "warning": "yellow"}.get(shared.severity, "cyan")
     n, total = len(shared.configs), len(family.configs)
     f = shared.example
@@ -146,8 +158,11 @@ def shared_finding_lines(family: Family, shared: SharedFinding, roots: SourceRoo
     # Name the smaller side: the configs it is in, or those it spares.
     spares = "" if not spared else f": {labels(shared.configs)}" if n <= len(spared) else f"; spares {labels(spared)}"
     example = label(shared.configs[0])
+    times = [kernels[family.configs[i].kernel].time for i in shared.configs] if kernels else []
+    held = sum(t.share for t in times if t is not None and t.launches) if any(t and t.launches for t in times) else None
     head = Text.assemble("  ", (f"{shared.severity} {shared.code}", style), f" {shared.slug}  {where}  ",
-                         (f"in {n} of {total} configs{spares}", "bold"))
+                         (f"in {n} of {total} configs{spares}", "bold"),
+                         *(("  ", (f"{share(held)} of GPU time", "bold magenta")) if held is not None else ()))
     heads = [head] if width is None or head.cell_len <= width else wrapped(head.plain.strip(), width, "  ")
     return [*heads, *wrapped(f"{example}: " + printable_message(shared.example.message), width),
             *wrapped("fix: " + printable(shared.example.fix), width, style="dim")]
@@ -167,13 +182,14 @@ def family_block(family: Family, kernels: Mapping[str, KernelReport], width: int
         # the autotuner's choice always, and when it timed them, the fastest configs too
         fastest = sorted((i for i in launching if family.configs[i].ms is not None), key=lambda i: family.configs[i].ms)
         chosen = [i for i, c in enumerate(family.configs) if c.chosen]
-        positions = sorted(set(launching[:ROWS]) | set(chosen) | set(fastest[:3]))
+        ran = [i for i, c in enumerate(family.configs) if (t := kernels[c.kernel].time) is not None and t.launches]
+        positions = sorted(set(launching[:ROWS]) | set(chosen) | set(fastest[:3]) | set(ran))
     lines.append(config_table(family, kernels, width, positions))
     if positions is not None and len(positions) < len(family.configs):
         lines.append(Text(f"  {len(positions)} of {len(family.configs)} configs shown; --sweep shows every one",
                           style="dim"))
     for shared in family.findings:
-        lines.extend(shared_finding_lines(family, shared, roots, width))
+        lines.extend(shared_finding_lines(family, shared, roots, width, kernels))
     return lines
 
 

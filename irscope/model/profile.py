@@ -1,0 +1,64 @@
+"""GPU time measured while `irscope scan script.py --profile` ran the script (docs/profile.md).
+
+Proton timed every kernel on the GPU (irscope/pipeline/profile_session.py, parsers/proton.py); each
+Triton kernel irscope analyzed gets its `KernelTime`, and the run its `RunProfile`: the GPU time of
+everything it launched, what Triton's kernels hold of it, and the kernels irscope did not launch
+(cuBLAS, torch's own), counted apart. The autotuner's timing of its configs is its own line: the hundreds
+of launches it makes to choose are not the script's work. Every time comes from one node of the profile
+file (`RunProfile.path`), found by the launch's number in the launches file (`KernelTime.first_launch`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MAX_LAUNCH_TIMES = 1_000  # each launch's time is kept for a kernel's first launches
+
+
+@dataclass(frozen=True)
+class KernelTime:
+    """One compiled kernel's GPU time in the run, outside the autotuner's timing."""
+
+    launches: int
+    total_ns: int
+    share: float  # of the run's GPU time (every kernel, Triton's or not, outside the autotuner), 0-1
+    first_launch: int | None = None  # its number in the launches file: the profile's `irscope:launch:N`
+    launch_ns: tuple[int, ...] = ()  # each launch, in order (the first MAX_LAUNCH_TIMES)
+    bytes: int | None = None  # the distinct tensors its launches were given, summed over the timed launches
+    autotune_launches: int = 0  # the autotuner's timing launches of this config
+    autotune_ns: int = 0
+
+    @property
+    def mean_ns(self) -> float:
+        return self.total_ns / self.launches if self.launches else 0.0
+
+    @property
+    def gb_per_s(self) -> float | None:
+        """The least bytes its launches must move over their time (GB/s = bytes per ns)."""
+        return self.bytes / self.total_ns if self.bytes and self.total_ns else None
+
+
+@dataclass(frozen=True)
+class OtherKernel:
+    """A GPU kernel the script ran that irscope did not launch (cuBLAS, cuDNN, torch's elementwise ops)."""
+
+    name: str
+    launches: int
+    total_ns: int
+
+
+@dataclass(frozen=True)
+class RunProfile:
+    path: str  # the profile file Proton wrote
+    profiler: str  # "proton"
+    devices: tuple[str, ...]  # "CUDA 0: arch 90, 132 SMs"
+    gpu_ns: int  # every kernel outside the autotuner's timing
+    triton_ns: int  # of which the launches irscope recorded
+    triton_launches: int
+    others: tuple[OtherKernel, ...] = ()  # most time first
+    autotune_ns: int = 0  # the autotuner's timing of its configs, every kernel it ran (its cache flushes too)
+    untimed: int = 0  # recorded launches with no kernel in the profile (a script that exited mid-run)
+
+    @property
+    def others_ns(self) -> int:
+        return self.gpu_ns - self.triton_ns

@@ -1,0 +1,104 @@
+"""In the child of `irscope scan script.py --profile`: Proton's session, and the scopes that tie each GPU
+kernel Proton measures to the launch irscope recorded.
+
+Proton (`triton.profiler`, in the Triton wheel since 3.0) times every kernel on the GPU through CUPTI
+(NVIDIA) or roctracer/rocprofiler (AMD) and files it under the scopes open on the CPU when it was
+launched. irscope opens one scope per launch, `irscope:launch:<n>`, where `n` is the launch's number in
+the launches file: the parent (irscope/model/profile.py) reads each launch's time under its scope, and
+every kernel under no irscope scope (cuBLAS, torch's own) is counted apart. The autotuner's benchmarking
+runs under `irscope:autotune`, so its hundreds of timing launches do not count as the script's work.
+Past MAX_LAUNCH_SCOPES launches, and inside the autotuner's benchmarking, a kernel's launches share one
+scope, `irscope:kernel:<hash>`: a script that launches a million kernels gets a profile of bounded
+size. Like runner_child, this imports triton only when the child runs it.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from irscope.parsers.proton import AUTOTUNE_SCOPE, KERNEL_SCOPE, LAUNCH_SCOPE  # noqa: F401 (the reader's names)
+
+MAX_LAUNCH_SCOPES = 20_000
+
+
+class ProfileSession:
+    """One Proton session for the whole script; `problem` says why there is none."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path  # the profile Proton writes: `<path>.hatchet`
+        self.proton = None
+        self.problem: str | None = None
+
+    def start(self) -> bool:
+        try:
+            import triton.profiler as proton
+        except ImportError as exc:
+            self.problem = f"this Triton has no Proton (triton.profiler): {exc}"
+            return False
+        try:
+            proton.start(str(Path(self.path)), context="shadow")
+        except Exception as exc:  # noqa: BLE001 - no CUPTI/roctracer, an unknown backend: the run goes on unprofiled
+            self.problem = f"Proton could not start: {' '.join(str(exc).split()) or type(exc).__name__}"
+            return False
+        self.proton = proton
+        return True
+
+    @contextmanager
+    def scope(self, name: str) -> Iterator[None]:
+        if self.proton is None:
+            yield
+            return
+        self.proton.enter_scope(name)
+        try:
+            yield
+        finally:
+            self.proton.exit_scope()
+
+    def launch_scope(self, number: int, kernel_hash: str | None, benchmarking: bool = False):
+        """The scope of launch `number`; the autotuner's timing launches of a config share one."""
+        if number <= MAX_LAUNCH_SCOPES and not benchmarking:
+            return self.scope(f"{LAUNCH_SCOPE}{number}")
+        return self.scope(f"{KERNEL_SCOPE}{kernel_hash or ''}")
+
+    def finish(self) -> str | None:
+        """Write the profile; why it could not be written, or None."""
+        if self.proton is None:
+            return self.problem
+        try:
+            self.proton.finalize()
+        except Exception as exc:  # noqa: BLE001 - the script's own outcome matters more
+            return f"Proton could not write the profile: {' '.join(str(exc).split()) or type(exc).__name__}"
+        finally:
+            self.proton = None
+        return None
+
+
+def tensor_bytes(values) -> int | None:
+    """The bytes of the distinct tensors among a launch's arguments (a view counts its own elements, not its
+    storage's): the least a kernel that reads or writes each of them once must move. None when no argument
+    is a tensor."""
+    seen: dict[int, int] = {}
+    for value in values:
+        if not (hasattr(value, "data_ptr") and hasattr(value, "element_size") and hasattr(value, "numel")):
+            continue
+        try:
+            seen.setdefault(int(value.data_ptr()), int(value.numel()) * int(value.element_size()))
+        except Exception:  # noqa: BLE001 - a tensor-like object that is not one: not counted
+            continue
+    return sum(seen.values()) if seen else None
+
+
+GPU_DEVICE_NODES = ("/dev/nvidiactl", "/dev/kfd")  # NVIDIA's driver, AMD's ROCm (KFD)
+
+
+def no_gpu_here() -> str | None:
+    """Why this machine cannot run a kernel, from its device nodes alone (no import of triton); None when one
+    is there, or on a system without /dev (the child then finds out from Triton's driver)."""
+    import os
+    import sys
+
+    if not sys.platform.startswith("linux") or any(os.path.exists(node) for node in GPU_DEVICE_NODES):
+        return None
+    return f"this machine has no GPU driver ({' or '.join(GPU_DEVICE_NODES)} is absent)"

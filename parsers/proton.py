@@ -1,0 +1,130 @@
+"""A reader for the profile Proton (`triton.profiler`) writes: `<name>.hatchet`, Triton 3.0-3.9.
+
+The file is JSON: a list whose first item is the call tree and whose second, when present, describes the
+devices. Each node is `{"frame": {"name": ..., "type": ...}, "metrics": {...}, "children": [...]}`. A GPU
+kernel is a node with metrics `"count"` (launches) and `"time (ns)"` (their summed GPU time), filed under
+the scopes that were open on the CPU when it was launched; irscope's own scopes
+(irscope/pipeline/profile_session.py) say which launch or which kernel it was, and whether the
+autotuner was timing its configs. The file comes from the script's own process: every value is checked,
+the tree is walked without recursion, and a file that is not such a tree raises ArtifactError with its
+path and, for bad JSON, its line.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from irscope.model.errors import ArtifactError
+from irscope.model.serde import loads_bounded
+
+LAUNCH_SCOPE = "irscope:launch:"  # the names profile_session.py gives its scopes (kept equal by a test)
+KERNEL_SCOPE = "irscope:kernel:"
+AUTOTUNE_SCOPE = "irscope:autotune"
+TIME = "time (ns)"
+MAX_NODES = 5_000_000  # a profile bigger than this is not Proton's of one script
+MAX_BYTES = 512 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class TimedKernel:
+    """One kernel node: `count` launches of `name` taking `ns` in all, under irscope's scope `launch` (its
+    number in the launches file) or `kernel` (its hash), or under neither (a kernel irscope did not
+    launch: cuBLAS, torch's own)."""
+
+    name: str
+    count: int
+    ns: int
+    launch: int | None = None
+    kernel: str | None = None
+    autotune: bool = False  # under the autotuner's timing of its configs
+
+
+@dataclass(frozen=True)
+class ProtonProfile:
+    path: str
+    kernels: tuple[TimedKernel, ...]
+    devices: tuple[str, ...]  # "CUDA 0: arch 90, 132 SMs"
+
+
+def read_hatchet(path: str) -> ProtonProfile:
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise ArtifactError(path, f"cannot read the profile: {exc.strerror or exc}") from None
+    if len(raw) > MAX_BYTES:
+        raise ArtifactError(path, f"the profile is larger than {MAX_BYTES >> 20} MiB")
+    try:
+        data = loads_bounded(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ArtifactError(path, f"not a Proton profile: not UTF-8 text (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise ArtifactError(path, f"not a Proton profile: {exc.msg}", exc.lineno) from None
+    except (ValueError, RecursionError) as exc:
+        raise ArtifactError(path, f"not a Proton profile: {exc}") from None
+    if not isinstance(data, list) or not data or not isinstance(data[0], dict) or "children" not in data[0]:
+        raise ArtifactError(path, "not a Proton profile: no call tree (a JSON list whose first item has "
+                                  "\"children\")")
+    return ProtonProfile(path, tuple(_kernels(data[0], path)), _devices(data[1] if len(data) > 1 else None))
+
+
+def _kernels(root: dict, path: str):
+    # (node, launch number, kernel hash prefix, under autotune), depth first, in the file's order
+    stack = [(root, None, None, False)]
+    seen = 0
+    while stack:
+        node, launch, kernel, autotune = stack.pop()
+        seen += 1
+        if seen > MAX_NODES:
+            raise ArtifactError(path, f"the profile has more than {MAX_NODES:,} nodes")
+        if not isinstance(node, dict):
+            continue
+        frame = node.get("frame")
+        name = frame.get("name") if isinstance(frame, dict) else None
+        if isinstance(name, str) and node is not root:
+            if name.startswith(LAUNCH_SCOPE):
+                number = name[len(LAUNCH_SCOPE):]
+                launch = int(number) if number.isdigit() and len(number) < 12 else launch
+            elif name.startswith(KERNEL_SCOPE):
+                kernel = name[len(KERNEL_SCOPE):][:64] or kernel
+            elif name == AUTOTUNE_SCOPE:
+                autotune = True
+            else:
+                timed = _timed(name, node.get("metrics"), launch, kernel, autotune)
+                if timed is not None:
+                    yield timed
+        children = node.get("children")
+        if isinstance(children, list):
+            stack.extend((child, launch, kernel, autotune) for child in reversed(children))
+
+
+def _timed(name: str, metrics: object, launch, kernel, autotune) -> TimedKernel | None:
+    if not isinstance(metrics, dict):
+        return None
+    count, ns = metrics.get("count"), metrics.get(TIME)
+    if not (_natural(count) and _natural(ns)) or count == 0:
+        return None  # a scope of the script's own, or a node without time
+    return TimedKernel(name[:500], count, ns, launch, kernel, autotune)
+
+
+def _natural(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 63
+
+
+def _devices(info: object) -> tuple[str, ...]:
+    """`{"CUDA": {"0": {"arch": "90", "num_sms": 132, ...}}}` -> ("CUDA 0: arch 90, 132 SMs",)."""
+    if not isinstance(info, dict):
+        return ()
+    out = []
+    for kind, devices in list(info.items())[:8]:
+        if not isinstance(devices, dict):
+            continue
+        for index, facts in list(devices.items())[:64]:
+            if not isinstance(facts, dict):
+                continue
+            arch, sms = facts.get("arch"), facts.get("num_sms")
+            parts = [f"arch {arch}" if isinstance(arch, (str, int)) else None,
+                     f"{sms} SMs" if _natural(sms) else None]
+            out.append(f"{str(kind)[:16]} {str(index)[:8]}: " + ", ".join(p for p in parts if p))
+    return tuple(out)
