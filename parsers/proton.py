@@ -4,8 +4,7 @@ The file is JSON: a list whose first item is the call tree and whose second, whe
 devices. Each node is `{"frame": {"name": ..., "type": ...}, "metrics": {...}, "children": [...]}`. A GPU
 kernel is a node with metrics `"count"` (launches) and `"time (ns)"` (their summed GPU time), filed under
 the scopes that were open on the CPU when it was launched; irscope's own scopes
-(irscope/pipeline/profile_session.py) say which launch or which kernel it was, and whether the
-autotuner was timing its configs. The file comes from the script's own process: every value is checked,
+(irscope/pipeline/profile_session.py) say which launch or which kernel it was. The file comes from the script's own process: every value is checked,
 the tree is walked without recursion, and a file that is not such a tree raises ArtifactError with its
 path and, for bad JSON, its line.
 """
@@ -20,7 +19,6 @@ from irscope.model.serde import loads_bounded
 
 LAUNCH_SCOPE = "irscope:launch:"  # the names profile_session.py gives its scopes (kept equal by a test)
 KERNEL_SCOPE = "irscope:kernel:"
-AUTOTUNE_SCOPE = "irscope:autotune"
 TIME = "time (ns)"
 MAX_NODES = 5_000_000  # a profile bigger than this is not Proton's of one script
 MAX_BYTES = 512 * 1024 * 1024
@@ -37,7 +35,6 @@ class TimedKernel:
     ns: int
     launch: int | None = None
     kernel: str | None = None
-    autotune: bool = False  # under the autotuner's timing of its configs
 
 
 @dataclass(frozen=True)
@@ -70,11 +67,11 @@ def read_hatchet(path: str) -> ProtonProfile:
 
 
 def _kernels(root: dict, path: str):
-    # (node, launch number, kernel hash prefix, under autotune), depth first, in the file's order
-    stack = [(root, None, None, False)]
+    # (node, launch number, kernel hash), depth first, in the file's order
+    stack = [(root, None, None)]
     seen = 0
     while stack:
-        node, launch, kernel, autotune = stack.pop()
+        node, launch, kernel = stack.pop()
         seen += 1
         if seen > MAX_NODES:
             raise ArtifactError(path, f"the profile has more than {MAX_NODES:,} nodes")
@@ -88,24 +85,22 @@ def _kernels(root: dict, path: str):
                 launch = int(number) if number.isdigit() and len(number) < 12 else launch
             elif name.startswith(KERNEL_SCOPE):
                 kernel = name[len(KERNEL_SCOPE):][:64] or kernel
-            elif name == AUTOTUNE_SCOPE:
-                autotune = True
             else:
-                timed = _timed(name, node.get("metrics"), launch, kernel, autotune)
+                timed = _timed(name, node.get("metrics"), launch, kernel)
                 if timed is not None:
                     yield timed
         children = node.get("children")
         if isinstance(children, list):
-            stack.extend((child, launch, kernel, autotune) for child in reversed(children))
+            stack.extend((child, launch, kernel) for child in reversed(children))
 
 
-def _timed(name: str, metrics: object, launch, kernel, autotune) -> TimedKernel | None:
+def _timed(name: str, metrics: object, launch, kernel) -> TimedKernel | None:
     if not isinstance(metrics, dict):
         return None
     count, ns = metrics.get("count"), metrics.get(TIME)
     if not (_natural(count) and _natural(ns)) or count == 0:
         return None  # a scope of the script's own, or a node without time
-    return TimedKernel(name[:500], count, ns, launch, kernel, autotune)
+    return TimedKernel(name[:500], count, ns, launch, kernel)
 
 
 def _natural(value: object) -> bool:

@@ -3,8 +3,9 @@
 Proton timed every kernel on the GPU (irscope/pipeline/profile_session.py, parsers/proton.py); each
 Triton kernel irscope analyzed gets its `KernelTime`, and the run its `RunProfile`: the GPU time of
 everything it launched, what Triton's kernels hold of it, and the kernels irscope did not launch
-(cuBLAS, torch's own), counted apart. The autotuner's timing of its configs is its own line: the hundreds
-of launches it makes to choose are not the script's work. Every time comes from one node of the profile
+(cuBLAS, torch's own), counted apart. The autotuners' timing of their configs is not in it: Proton is
+paused meanwhile (irscope/pipeline/profile_session.py), and their own timings are each config's `ms`
+(irscope/model/launches.py). Every time comes from one node of the profile
 file (`RunProfile.path`), found by the launch's number in the launches file (`KernelTime.first_launch`).
 """
 
@@ -17,16 +18,14 @@ MAX_LAUNCH_TIMES = 1_000  # each launch's time is kept for a kernel's first laun
 
 @dataclass(frozen=True)
 class KernelTime:
-    """One compiled kernel's GPU time in the run, outside the autotuner's timing."""
+    """One compiled kernel's GPU time in the run."""
 
     launches: int
     total_ns: int
-    share: float  # of the run's GPU time (every kernel, Triton's or not, outside the autotuner), 0-1
+    share: float  # of the run's GPU time (every kernel, Triton's or not), 0-1
     first_launch: int | None = None  # its number in the launches file: the profile's `irscope:launch:N`
     launch_ns: tuple[int, ...] = ()  # each launch, in order (the first MAX_LAUNCH_TIMES)
     bytes: int | None = None  # the distinct tensors its launches were given, summed over the timed launches
-    autotune_launches: int = 0  # the autotuner's timing launches of this config
-    autotune_ns: int = 0
 
     @property
     def mean_ns(self) -> float:
@@ -52,11 +51,10 @@ class RunProfile:
     path: str  # the profile file Proton wrote
     profiler: str  # "proton"
     devices: tuple[str, ...]  # "CUDA 0: arch 90, 132 SMs"
-    gpu_ns: int  # every kernel outside the autotuner's timing
+    gpu_ns: int  # every kernel the profile timed
     triton_ns: int  # of which the launches irscope recorded
     triton_launches: int
     others: tuple[OtherKernel, ...] = ()  # most time first
-    autotune_ns: int = 0  # the autotuner's timing of its configs, every kernel it ran (its cache flushes too)
     untimed: int = 0  # recorded launches with no kernel in the profile (a script that exited mid-run)
 
     @property

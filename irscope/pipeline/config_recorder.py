@@ -68,7 +68,7 @@ class ConfigRecorder:
         self._compiled: set[str | None] = set()
         self._choices: set[tuple] = set()
         self._tuners: list = []  # kept alive, so that their ids stay theirs
-        self.profile = None  # under --profile: the ProfileSession whose autotune scope holds the benchmarking
+        self.profile = None  # under --profile: the ProfileSession, paused while an autotuner times its configs
         self.benchmarking = 0  # inside an autotuner's timing of its configs
 
     def compiled(self, src, metadata) -> None:
@@ -115,9 +115,7 @@ class ConfigRecorder:
             try:
                 if recorder.profile is None:
                     return real_bench(tuner, *args, **kwargs)
-                from irscope.pipeline.profile_session import AUTOTUNE_SCOPE
-
-                with recorder.profile.scope(AUTOTUNE_SCOPE):
+                with recorder.profile.paused():
                     return real_bench(tuner, *args, **kwargs)
             finally:
                 recorder.benchmarking -= 1

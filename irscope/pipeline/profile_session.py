@@ -5,11 +5,16 @@ Proton (`triton.profiler`, in the Triton wheel since 3.0) times every kernel on 
 (NVIDIA) or roctracer/rocprofiler (AMD) and files it under the scopes open on the CPU when it was
 launched. irscope opens one scope per launch, `irscope:launch:<n>`, where `n` is the launch's number in
 the launches file: the parent (irscope/model/profile.py) reads each launch's time under its scope, and
-every kernel under no irscope scope (cuBLAS, torch's own) is counted apart. The autotuner's benchmarking
-runs under `irscope:autotune`, so its hundreds of timing launches do not count as the script's work.
-Past MAX_LAUNCH_SCOPES launches, and inside the autotuner's benchmarking, a kernel's launches share one
-scope, `irscope:kernel:<hash>`: a script that launches a million kernels gets a profile of bounded
-size. Like runner_child, this imports triton only when the child runs it.
+every kernel under no irscope scope (cuBLAS, torch's own) is counted apart. Past MAX_LAUNCH_SCOPES
+launches, a kernel's launches share one scope, `irscope:kernel:<hash>`: a script that launches a million
+kernels gets a profile of bounded size.
+
+While an autotuner times its configs, the session is paused (config_recorder.py): Proton's work on each
+launch is CPU time, and do_bench's timing of a launch holds whatever CPU time exceeds the L2 flush it runs
+before it. On an H100 that made the examples' matmul configs time 27% slower and the autotuner choose
+another config than it does unprofiled (bench/profile_agreement.py). Paused, the autotuner times and
+chooses as it does without irscope, and its own timings are in the report ("tuned ms"). Like
+runner_child, this imports triton only when the child runs it.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from irscope.parsers.proton import AUTOTUNE_SCOPE, KERNEL_SCOPE, LAUNCH_SCOPE  # noqa: F401 (the reader's names)
+from irscope.parsers.proton import KERNEL_SCOPE, LAUNCH_SCOPE
 
 MAX_LAUNCH_SCOPES = 20_000
 
@@ -29,7 +34,9 @@ class ProfileSession:
     def __init__(self, path: str) -> None:
         self.path = path  # the profile Proton writes: `<path>.hatchet`
         self.proton = None
+        self.session: int | None = None
         self.problem: str | None = None
+        self.pauses = 0  # nested autotuner timings
 
     def start(self) -> bool:
         try:
@@ -38,7 +45,7 @@ class ProfileSession:
             self.problem = f"this Triton has no Proton (triton.profiler): {exc}"
             return False
         try:
-            proton.start(str(Path(self.path)), context="shadow")
+            self.session = proton.start(str(Path(self.path)), context="shadow")
         except Exception as exc:  # noqa: BLE001 - no CUPTI/roctracer, an unknown backend: the run goes on unprofiled
             self.problem = f"Proton could not start: {' '.join(str(exc).split()) or type(exc).__name__}"
             return False
@@ -47,7 +54,7 @@ class ProfileSession:
 
     @contextmanager
     def scope(self, name: str) -> Iterator[None]:
-        if self.proton is None:
+        if self.proton is None or self.pauses:  # paused: not a call into Proton meanwhile
             yield
             return
         self.proton.enter_scope(name)
@@ -56,9 +63,31 @@ class ProfileSession:
         finally:
             self.proton.exit_scope()
 
-    def launch_scope(self, number: int, kernel_hash: str | None, benchmarking: bool = False):
-        """The scope of launch `number`; the autotuner's timing launches of a config share one."""
-        if number <= MAX_LAUNCH_SCOPES and not benchmarking:
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Nothing recorded, and no CPU time spent on it, meanwhile (an autotuner timing its configs)."""
+        if self.proton is None or self.pauses:
+            self.pauses += 1
+            try:
+                yield
+            finally:
+                self.pauses -= 1
+            return
+        try:
+            self.proton.deactivate(self.session)
+        except Exception:  # noqa: BLE001 - a Proton without it: the timing goes on profiled
+            yield
+            return
+        self.pauses += 1
+        try:
+            yield
+        finally:
+            self.pauses -= 1
+            self.proton.activate(self.session)
+
+    def launch_scope(self, number: int, kernel_hash: str | None):
+        """The scope of launch `number`: its own, or past MAX_LAUNCH_SCOPES its kernel's."""
+        if number <= MAX_LAUNCH_SCOPES:
             return self.scope(f"{LAUNCH_SCOPE}{number}")
         return self.scope(f"{KERNEL_SCOPE}{kernel_hash or ''}")
 

@@ -2,7 +2,8 @@
 
 Each timed kernel in the profile sits under the scope of its launch (`irscope:launch:N`, N its number in
 the launches file, whose line names the kernel's hash) or of its kernel (`irscope:kernel:<hash>`, past
-the first launches and inside the autotuner). Kernels under neither are the script's other GPU work.
+the first MAX_LAUNCH_SCOPES launches). Kernels under neither are the script's other GPU work. Nothing the
+autotuners ran while timing their configs is in the profile: the session was paused meanwhile.
 After the scan, as the configs and timelines are: the analyses do not read times.
 """
 
@@ -21,7 +22,7 @@ MAX_OTHERS = 50  # the other kernels kept by name, most time first; the rest are
 
 class _Tally:
     def __init__(self) -> None:
-        self.launches = self.ns = self.autotune_launches = self.autotune_ns = 0
+        self.launches = self.ns = 0
         self.bytes: int | None = None
         self.timed: list[tuple[int, int]] = []  # (launch number, ns) of single launches
 
@@ -60,16 +61,9 @@ def attach_profile(report: Report, hatchet: str | Path, launches: str | Path) ->
     numbered = numbered_launches(launches)
     tallies: dict[str, _Tally] = defaultdict(_Tally)
     others: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    gpu_ns = autotune_ns = 0
+    gpu_ns = 0
     seen_launches = set()
     for k in profile.kernels:
-        if k.autotune:
-            autotune_ns += k.ns
-            if k.kernel:
-                tally = tallies[k.kernel]
-                tally.autotune_launches += k.count
-                tally.autotune_ns += k.ns
-            continue
         gpu_ns += k.ns
         recorded = numbered.get(k.launch) if k.launch is not None else None
         h = recorded[0] if recorded and recorded[1] in (None, k.name) else (k.kernel if k.launch is None else None)
@@ -91,7 +85,7 @@ def attach_profile(report: Report, hatchet: str | Path, launches: str | Path) ->
     triton_ns = triton_launches = 0
     for kr in report.kernels:
         tally = tallies.get(kr.kernel.hash or "")
-        if tally is None or not (tally.launches or tally.autotune_launches):
+        if tally is None or not tally.launches:
             kernels.append(kr)
             continue
         timed = sorted(tally.timed)
@@ -99,13 +93,12 @@ def attach_profile(report: Report, hatchet: str | Path, launches: str | Path) ->
         triton_launches += tally.launches
         kernels.append(replace(kr, time=KernelTime(
             tally.launches, tally.ns, tally.ns / gpu_ns if gpu_ns else 0.0, timed[0][0] if timed else None,
-            tuple(ns for _, ns in timed[:MAX_LAUNCH_TIMES]), tally.bytes, tally.autotune_launches,
-            tally.autotune_ns)))
+            tuple(ns for _, ns in timed[:MAX_LAUNCH_TIMES]), tally.bytes)))
     # Triton kernels the scan did not analyze (a cache entry it could not read) stay Triton's, unnamed here
     triton_ns += sum(t.ns for h, t in tallies.items() if h not in {kr.kernel.hash for kr in report.kernels})
     ranked = sorted(others.items(), key=lambda item: (-item[1][1], item[0]))
     run = RunProfile(str(hatchet), "proton", profile.devices, gpu_ns, triton_ns, triton_launches,
-                     tuple(OtherKernel(name, count, ns) for name, (count, ns) in ranked[:MAX_OTHERS]), autotune_ns,
+                     tuple(OtherKernel(name, count, ns) for name, (count, ns) in ranked[:MAX_OTHERS]),
                      sum(1 for n in numbered if n not in seen_launches))
     return replace(report, kernels=tuple(kernels)), run
 

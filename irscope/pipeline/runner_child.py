@@ -145,7 +145,7 @@ class LaunchRecorder:
             number = self.configs.launches
             record.update(launch=number, autotune=self.configs.benchmarking > 0, bytes=tensor_bytes(rest))
             self.sink.write(json.dumps(record) + "\n")
-            with self.profile.launch_scope(number, kernel_hash, self.configs.benchmarking > 0):
+            with self.profile.launch_scope(number, kernel_hash):
                 return launch(grid_x, grid_y, grid_z, *rest, **kwargs)
         return recording
 

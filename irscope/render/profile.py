@@ -22,7 +22,7 @@ def profile_lines(report: Report, width: int | None) -> list[Text]:
     lines = wrapped(f"GPU time{device} (Proton: {printable(profile.path)}):", width, indent="", style="bold")
     total = profile.gpu_ns
     analyzed = sum(1 for r in report.kernels if r.time and r.time.launches)
-    lines += wrapped(f"{duration(total)} in all, the autotuner's timing apart; Triton's kernels "
+    lines += wrapped(f"{duration(total)} in all (autotuners' timing of their configs not profiled); Triton's kernels "
                      f"{duration(profile.triton_ns)} ({share(profile.triton_ns / total if total else None)}) in "
                      f"{_count(profile.triton_launches, 'launch')} of {_count(analyzed, 'kernel')} below",
                      width, indent="  ")
@@ -36,9 +36,6 @@ def profile_lines(report: Report, width: int | None) -> list[Text]:
             name = middle_ellipsis(printable_name(other.name), max(room, 24))
             lines.append(Text(f"    {duration(other.total_ns):>9} {share(other.total_ns / total if total else None):>5}"
                               f"  {name} x{other.launches:,}", style="dim"))
-    if profile.autotune_ns:
-        lines += wrapped(f"the autotuner's timing of its configs: {duration(profile.autotune_ns)}, not counted above",
-                         width, indent="  ", style="dim")
     if profile.untimed:
         lines.extend(wrapped(f"{profile.untimed:,} recorded launches have no time in the profile (the script "
                              "ended before the GPU finished them?)", width, indent="  ", style="yellow"))
