@@ -246,3 +246,26 @@ def test_profile_is_refused_without_a_gpu_and_under_target(monkeypatch, capsys):
     assert err.count("\n") == 1 and "--profile measures the kernels on a GPU" in err and "nothing was run" in err
     assert main(["scan", str(FIXTURES / "caches"), "--profile"]) == 2
     assert "go with a script" in capsys.readouterr().err
+
+
+def test_a_run_whose_profile_is_missing_or_broken_says_why(runs, profiled, tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from irscope.pipeline.runner import _attach_profile
+    from irscope.render.console import render
+
+    report, _ = profiled["softmax"]
+    log = io.StringIO()
+    missing = _attach_profile(report, tmp_path / "profile", runs["softmax"] / "launches.jsonl", None, log)
+    assert missing[1] is None and "Proton wrote no profile" in missing[2] in log.getvalue()
+    (tmp_path / "profile.hatchet").write_text("[{")  # malformed input (hand-written): a truncated profile
+    broken = _attach_profile(report, tmp_path / "profile", runs["softmax"] / "launches.jsonl", None, log)
+    assert broken[2].startswith(f"{tmp_path / 'profile.hatchet'}:1: not a Proton profile")
+    child = _attach_profile(report, tmp_path / "profile", runs["softmax"] / "launches.jsonl", "no CUPTI", log)
+    assert child[1:] == (None, "no CUPTI")
+    out = io.StringIO()
+    render(replace(report, run=replace(report.run, profile=None, unprofiled="no CUPTI")),
+           Console(file=out, width=80, color_system=None))
+    assert out.getvalue().startswith("GPU time: not measured: no CUPTI")

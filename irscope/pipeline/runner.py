@@ -91,9 +91,8 @@ def run_script(script: str, args: tuple[str, ...] = (), target: str | None = Non
         report = attach_configs(report, launches)
         if dump:
             report = attach_timelines(report, dump_file, log)
-        run_profile = None
-        if profile and not target and unprofiled is None:
-            report, run_profile, unprofiled = _attach_profile(report, profile_file, launches)
+        report, run_profile, unprofiled = _attach_profile(report, profile_file, launches, unprofiled, log) \
+            if profile and not target else (report, None, None)
     except BaseException:  # Ctrl-C while analyzing: nothing is reported, the run goes
         if removable:
             shutil.rmtree(work, ignore_errors=True)
@@ -106,8 +105,6 @@ def run_script(script: str, args: tuple[str, ...] = (), target: str | None = Non
         device = DEVICES[target].name
     report = replace(report, run=ScriptRun(script, tuple(args), target, code, total, device, answers, reason,
                                            str(kept) if kept else None, run_profile, unprofiled))
-    if unprofiled and profile:
-        print(f"irscope: --profile: {unprofiled}", file=log)
     if kept is None:
         shutil.rmtree(work, ignore_errors=True)
     else:
@@ -131,19 +128,23 @@ def _run_directory(script: str, target: str | None, keep: bool | None, out: str 
     return work, False
 
 
-def _attach_profile(report: Report, profile_file: Path, launches: Path):
-    """(report, RunProfile or None, why there is none)."""
+def _attach_profile(report: Report, profile_file: Path, launches: Path, unprofiled: str | None, log):
+    """(report, RunProfile or None, why there is none: `unprofiled`, the child's reason, or the parent's)."""
     from irscope.model.errors import ArtifactError
     from irscope.pipeline.profiling import attach_profile
 
     hatchet = profile_file.with_name(profile_file.name + ".hatchet")
-    if not hatchet.exists():
-        return report, None, "Proton wrote no profile (the script ended its process before irscope could ask it to)"
-    try:
-        report, run_profile = attach_profile(report, hatchet, launches)
-    except ArtifactError as exc:
-        return report, None, str(exc)
-    return report, run_profile, None
+    run_profile = None
+    if unprofiled is None and not hatchet.exists():
+        unprofiled = "Proton wrote no profile (the script ended its process before irscope could ask it to)"
+    elif unprofiled is None:
+        try:
+            report, run_profile = attach_profile(report, hatchet, launches)
+        except ArtifactError as exc:
+            unprofiled = str(exc)
+    if unprofiled:
+        print(f"irscope: --profile: {unprofiled}", file=log)
+    return report, run_profile, unprofiled
 
 
 def _read_outcome(path: Path) -> tuple[tuple[StandInAnswer, ...], str | None, str | None]:
