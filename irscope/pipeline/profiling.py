@@ -95,7 +95,11 @@ def attach_profile(report: Report, hatchet: str | Path, launches: str | Path) ->
             tally.launches, tally.ns, tally.ns / gpu_ns if gpu_ns else 0.0, timed[0][0] if timed else None,
             tuple(ns for _, ns in timed[:MAX_LAUNCH_TIMES]), tally.bytes)))
     # Triton kernels the scan did not analyze (a cache entry it could not read) stay Triton's, unnamed here
-    triton_ns += sum(t.ns for h, t in tallies.items() if h not in {kr.kernel.hash for kr in report.kernels})
+    analyzed = {kr.kernel.hash for kr in report.kernels}
+    for h, tally in tallies.items():
+        if h not in analyzed:
+            triton_ns += tally.ns
+            triton_launches += tally.launches
     ranked = sorted(others.items(), key=lambda item: (-item[1][1], item[0]))
     run = RunProfile(str(hatchet), "proton", profile.devices, gpu_ns, triton_ns, triton_launches,
                      tuple(OtherKernel(name, count, ns) for name, (count, ns) in ranked[:MAX_OTHERS]),
