@@ -39,7 +39,8 @@ def workload(out: str | None) -> None:
     x, y = (torch.rand(1 << 26, device=device) for _ in range(2))
     s = torch.randn(8192, 8192, device=device)
     a, b = (torch.randn(4096, 4096, device=device, dtype=torch.float16) for _ in range(2))
-    runs = {"add_kernel": lambda: add(x, y), "softmax_kernel": lambda: softmax(s), "matmul_kernel": lambda: matmul(a, b)}
+    runs = {"add_kernel": lambda: add(x, y), "softmax_kernel": lambda: softmax(s),
+            "matmul_kernel": lambda: matmul(a, b)}
     medians = {}
     for name, run in runs.items():
         run()  # compile, autotune
@@ -75,7 +76,8 @@ def compare(report_path: str, do_bench_path: str) -> int:
         # An autotuned kernel's config is compared with that config's timing by the unprofiled autotuner: the
         # profiled run's choice and the plain run's may differ when two configs time alike.
         key = config_key(dict(config.get("constexprs") or ()), config.get("num_warps"), config.get("num_stages"))
-        ms = plain.get("matmul_configs_ms", {}).get(key) if name == "matmul_kernel" else plain["do_bench_median_ms"].get(name)
+        ms = plain.get("matmul_configs_ms", {}).get(key) if name == "matmul_kernel" \
+            else plain["do_bench_median_ms"].get(name)
         if ms is None:
             print(f"{name:<16} no do_bench timing of this launch")
             worst = float("inf")

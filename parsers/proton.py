@@ -4,9 +4,9 @@ The file is JSON: a list whose first item is the call tree and whose second, whe
 devices. Each node is `{"frame": {"name": ..., "type": ...}, "metrics": {...}, "children": [...]}`. A GPU
 kernel is a node with metrics `"count"` (launches) and `"time (ns)"` (their summed GPU time), filed under
 the scopes that were open on the CPU when it was launched; irscope's own scopes
-(irscope/pipeline/profile_session.py) say which launch or which kernel it was. The file comes from the script's own process: every value is checked,
-the tree is walked without recursion, and a file that is not such a tree raises ArtifactError with its
-path and, for bad JSON, its line.
+(irscope/pipeline/profile_session.py) say which launch or which kernel it was. The file comes from the
+script's own process: every value is checked, the tree is walked without recursion, and a file that is not
+such a tree raises ArtifactError with its path and, for bad JSON, its line.
 """
 
 from __future__ import annotations

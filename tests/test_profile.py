@@ -67,7 +67,8 @@ def test_every_recorded_launch_is_timed_and_every_nanosecond_is_counted_once(run
     assert profile.others_ns == sum(o.total_ns for o in profile.others)
     assert profile.untimed == 0
     profiled_launches = [d for d in _launch_lines(runs[name] / "launches.jsonl") if not d["autotune"]]
-    assert profile.triton_launches == len(profiled_launches) == sum(kr.time.launches for kr in report.kernels if kr.time)
+    timed = sum(kr.time.launches for kr in report.kernels if kr.time)
+    assert profile.triton_launches == len(profiled_launches) == timed
     assert sum(kr.time.share for kr in report.kernels if kr.time) == pytest.approx(triton / profile.gpu_ns)
 
 
@@ -253,18 +254,21 @@ def test_a_run_whose_profile_is_missing_or_broken_says_why(runs, profiled, tmp_p
 
     from rich.console import Console
 
-    from irscope.pipeline.runner import _attach_profile
+    from irscope.pipeline.run_profile import attach_measurements
     from irscope.render.console import render
 
     report, _ = profiled["softmax"]
     log = io.StringIO()
-    missing = _attach_profile(report, tmp_path / "profile", runs["softmax"] / "launches.jsonl", None, log)
+    (tmp_path / "launches.jsonl").write_text((runs["softmax"] / "launches.jsonl").read_text())
+    missing = attach_measurements(report, "time", tmp_path, None, log)
     assert missing[1] is None and "Proton wrote no profile" in missing[2] in log.getvalue()
     (tmp_path / "profile.hatchet").write_text("[{")  # malformed input (hand-written): a truncated profile
-    broken = _attach_profile(report, tmp_path / "profile", runs["softmax"] / "launches.jsonl", None, log)
+    broken = attach_measurements(report, "time", tmp_path, None, log)
     assert broken[2].startswith(f"{tmp_path / 'profile.hatchet'}:1: not a Proton profile")
-    child = _attach_profile(report, tmp_path / "profile", runs["softmax"] / "launches.jsonl", "no CUPTI", log)
+    child = attach_measurements(report, "time", tmp_path, "no CUPTI", log)
     assert child[1:] == (None, "no CUPTI")
+    counters = attach_measurements(report, "counters", tmp_path, None, log)
+    assert "cannot read Nsight Compute's counters" in counters[2] and "--profile=counters: " in log.getvalue()
     out = io.StringIO()
     render(replace(report, run=replace(report.run, profile=None, unprofiled="no CUPTI")),
            Console(file=out, width=80, color_system=None))

@@ -63,9 +63,10 @@ def _add_scan(sub, commands: _Commands) -> argparse.ArgumentParser:
     scan.add_argument("--target", metavar="ARCH",
                       help="with a script: compile every launch for ARCH (gfx942, gfx950, gfx90a, gfx1100, gfx1200, "
                            "sm_90, sm_80, ...) on any machine; nothing runs")
-    scan.add_argument("--profile", action="store_const", const="time",
+    scan.add_argument("--profile", nargs="?", const="time", choices=("time", "counters"), metavar="counters",
                       help="with a script, on this machine's GPU: time every kernel with Proton and rank the "
-                           "kernels by GPU time (docs/profile.md)")
+                           "kernels by GPU time; --profile=counters instead runs the script under Nsight Compute "
+                           "and reads each kernel's occupancy, DRAM bytes and instructions (docs/profile.md)")
     scan.add_argument("--dump", action="store_true",
                       help="with a script: capture MLIR_ENABLE_DUMP and show which pass introduced each layout "
                            "conversion and LDS buffer (Triton 3.3+)")

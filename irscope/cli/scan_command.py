@@ -90,6 +90,12 @@ def _refusal(args: argparse.Namespace, scripts: list[str]) -> str | None:
         absent = no_gpu_here()
         if absent:
             return f"--profile measures the kernels on a GPU, and {absent}: nothing was run"
+    if args.profile == "counters":
+        from irscope.pipeline.run_profile import ncu_path
+
+        if ncu_path() is None:
+            return ("--profile=counters runs the script under Nsight Compute, and its `ncu` is neither on PATH nor "
+                    "in $CUDA_HOME/bin: nothing was run")
     from irscope.render.exports import check as check_exports
 
     # before a long scan: two outputs on stdout, no pyarrow, a FILE unwritable or inside a scanned path

@@ -18,7 +18,7 @@ from irscope.model.launches import AutotuneChoice, CompiledConfig, Launch
 from irscope.model.layout_summary import LayoutSummary
 from irscope.model.occupancy_result import KernelOccupancy
 from irscope.model.pass_timeline import PassTimeline
-from irscope.model.profile import KernelTime
+from irscope.model.profile import KernelCounters, KernelTime
 from irscope.model.specialization import Specialization
 
 
@@ -223,6 +223,7 @@ class KernelReport:
     config: CompiledConfig | None = None
     autotune: tuple[AutotuneChoice, ...] = ()
     time: KernelTime | None = None  # from `irscope scan script.py --profile`: its GPU time in the run
+    counters: KernelCounters | None = None  # from `--profile=counters`: Nsight Compute's counters of its launches
 
     @property
     def ok(self) -> bool:

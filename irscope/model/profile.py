@@ -60,3 +60,22 @@ class RunProfile:
     @property
     def others_ns(self) -> int:
         return self.gpu_ns - self.triton_ns
+
+
+@dataclass(frozen=True)
+class KernelCounters:
+    """Nsight Compute's counters of one kernel's launches (`--profile=counters`); each value from its CSV,
+    whose row of the first launch is `first_line`."""
+
+    launches: int  # profiled
+    first_line: int
+    theoretical_warps: float | None  # per SM: sm__maximum_warps_avg_per_active_cycle, the first launch's
+    theoretical_pct: float | None  # the same in % of the SM's warps
+    achieved_pct: float | None  # sm__warps_active.avg.pct_of_peak_sustained_active, the launches' mean
+    block_limits: tuple[tuple[str, int], ...] = ()  # (registers, shared, warps, blocks) -> blocks per SM it allows
+    registers: int | None = None  # per thread, as the driver allocated them
+    dram_bytes: int | None = None  # summed over the launches
+    instructions: int | None = None  # warp instructions executed, summed
+    duration_ns: int | None = None  # summed; under Nsight Compute's replay, each launch alone on the GPU
+    irscope_warps: int | None = None  # irscope's occupancy of the kernel, warps per SM
+    agrees: bool | None = None  # irscope's warps per SM == Nsight Compute's theoretical; None: one is unknown

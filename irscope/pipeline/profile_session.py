@@ -19,7 +19,7 @@ runner_child, this imports triton only when the child runs it.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Iterator
 
@@ -131,3 +131,49 @@ def no_gpu_here() -> str | None:
     if not sys.platform.startswith("linux") or any(os.path.exists(node) for node in GPU_DEVICE_NODES):
         return None
     return f"this machine has no GPU driver ({' or '.join(GPU_DEVICE_NODES)} is absent)"
+
+
+class CounterSession:
+    """`--profile=counters`: the child runs under Nsight Compute, started with `--profile-from-start off`, which
+    profiles only between the driver's cuProfilerStart and cuProfilerStop. They are called here: on from the
+    first launch, off while an autotuner times its configs (hundreds of launches Nsight Compute would replay
+    one by one, none of them the script's work), on again at the next launch."""
+
+    def __init__(self) -> None:
+        self.cuda = None
+        self.on = False
+        self.pauses = 0
+        self.problem: str | None = None
+
+    def start(self) -> bool:
+        import ctypes
+
+        try:
+            self.cuda = ctypes.CDLL("libcuda.so.1")
+        except OSError as exc:
+            self.problem = f"the CUDA driver library (libcuda.so.1) could not be loaded: {exc}"
+            return False
+        return True
+
+    def _switch(self, on: bool) -> None:
+        if self.cuda is not None and on != self.on:
+            (self.cuda.cuProfilerStart if on else self.cuda.cuProfilerStop)()
+            self.on = on
+
+    def launch_scope(self, number: int, kernel_hash: str | None):
+        if not self.pauses:
+            self._switch(True)
+        return nullcontext()
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        self.pauses += 1
+        self._switch(False)
+        try:
+            yield
+        finally:
+            self.pauses -= 1
+
+    def finish(self) -> str | None:
+        self._switch(False)
+        return self.problem

@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
-from irscope.model.profile import MAX_LAUNCH_TIMES, KernelTime, OtherKernel, RunProfile
+from irscope.model.profile import MAX_LAUNCH_TIMES, KernelCounters, KernelTime, OtherKernel, RunProfile
 from irscope.model.report import Report
 from irscope.model.serde import loads_bounded
 
@@ -27,12 +27,13 @@ class _Tally:
         self.timed: list[tuple[int, int]] = []  # (launch number, ns) of single launches
 
 
-def numbered_launches(path: str | Path) -> dict[int, tuple[str, str | None, int | None]]:
-    """Launch number -> (kernel hash, name, bytes of its tensors) of the launches that got a scope of their
-    own (not the autotuner's, not past MAX_LAUNCH_SCOPES) from the launches file; lines written without
+def numbered_launches(path: str | Path, scoped: bool = True) -> dict[int, tuple[str, str | None, int | None]]:
+    """Launch number -> (kernel hash, name, bytes of its tensors) of the launches profiled one by one: not the
+    autotuners' timing, and with `scoped` (Proton) not past MAX_LAUNCH_SCOPES; lines written without
     --profile have no number. The file is the script's: values are checked."""
     from irscope.pipeline.profile_session import MAX_LAUNCH_SCOPES
 
+    limit = MAX_LAUNCH_SCOPES if scoped else 1 << 62
     out: dict[int, tuple[str, str | None, int | None]] = {}
     try:
         lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
@@ -46,7 +47,7 @@ def numbered_launches(path: str | Path) -> dict[int, tuple[str, str | None, int 
         if not isinstance(d, dict) or "record" in d:
             continue
         number, h, name, size = d.get("launch"), d.get("hash"), d.get("name"), d.get("bytes")
-        if _count(number) and number <= MAX_LAUNCH_SCOPES and d.get("autotune") is not True and \
+        if _count(number) and number <= limit and d.get("autotune") is not True and \
                 isinstance(h, str) and h:
             out[number] = (h[:128], name if isinstance(name, str) else None, size if _count(size) else None)
     return out
@@ -110,3 +111,63 @@ def attach_profile(report: Report, hatchet: str | Path, launches: str | Path) ->
 def _count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 < value < 1 << 62
 
+
+
+# Nsight Compute's names for the resources that limit blocks per SM, and irscope's (irscope/occupancy/nvidia.py)
+BLOCK_LIMITS = (("launch__occupancy_limit_registers", "registers"), ("launch__occupancy_limit_shared_mem", "shared"),
+                ("launch__occupancy_limit_warps", "warps"), ("launch__occupancy_limit_blocks", "blocks"))
+
+
+def attach_counters(report: Report, counters_csv: str | Path, launches: str | Path) -> Report:
+    """Each kernel's KernelCounters from Nsight Compute's CSV. Its rows come in launch order; the recorded
+    launches are walked alongside, a row taken for the next launch when it names that launch's kernel (the
+    other rows are kernels irscope did not launch). Where irscope's occupancy and Nsight Compute's
+    theoretical occupancy differ, the kernel gets a problem: that is an irscope bug."""
+    from irscope.model.kernel import Problem
+    from irscope.parsers.ncu import read_ncu_csv
+
+    rows = read_ncu_csv(str(counters_csv))
+    expected = sorted(numbered_launches(launches, scoped=False).items())
+    by_hash: dict[str, list] = defaultdict(list)
+    at = 0
+    for row in rows:
+        if at < len(expected) and row.name == (expected[at][1][1] or row.name):
+            by_hash[expected[at][1][0]].append(row)
+            at += 1
+    kernels = []
+    for kr in report.kernels:
+        mine = by_hash.get(kr.kernel.hash or "")
+        if not mine:
+            kernels.append(kr)
+            continue
+        counters = _counters(mine, kr)
+        problems = kr.problems
+        if counters.agrees is False:
+            problems += (Problem(str(counters_csv), f"irscope's occupancy, {counters.irscope_warps} warps/SM, is not "
+                                 f"Nsight Compute's theoretical occupancy, {counters.theoretical_warps:g} warps/SM "
+                                 f"(its blocks per SM by resource: {dict(counters.block_limits)}): an irscope bug",
+                                 counters.first_line, "warning"),)
+        kernels.append(replace(kr, counters=counters, problems=problems))
+    return replace(report, kernels=tuple(kernels))
+
+
+def _counters(rows: list, kr) -> KernelCounters:
+    first = rows[0].values
+
+    def summed(metric: str) -> int | None:
+        values = [r.values[metric] for r in rows if metric in r.values]
+        return round(sum(values)) if values else None
+
+    achieved = [r.values["sm__warps_active.avg.pct_of_peak_sustained_active"] for r in rows
+                if "sm__warps_active.avg.pct_of_peak_sustained_active" in r.values]
+    theoretical = first.get("sm__maximum_warps_avg_per_active_cycle")
+    occupancy = kr.occupancy.occupancy if kr.occupancy is not None else None
+    mine = occupancy.active if occupancy is not None and occupancy.unit == "warps/SM" else None
+    registers = first.get("launch__registers_per_thread")
+    return KernelCounters(
+        len(rows), rows[0].line, theoretical, first.get("sm__maximum_warps_per_active_cycle_pct"),
+        sum(achieved) / len(achieved) if achieved else None,
+        tuple((name, int(first[metric])) for metric, name in BLOCK_LIMITS if metric in first),
+        int(registers) if registers is not None else None, summed("dram__bytes.sum"), summed("smsp__inst_executed.sum"),
+        summed("gpu__time_duration.sum"), mine,
+        None if mine is None or theoretical is None else mine == round(theoretical))

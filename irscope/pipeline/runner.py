@@ -24,6 +24,7 @@ from irscope.pipeline import kept_runs
 from irscope.model.launches import ScriptRun, StandInAnswer, read_autotune, read_compiled, read_launches
 from irscope.model.report import Report
 from irscope.engine.selection import RuleSelection
+from irscope.pipeline.run_profile import attach_measurements, profiled_command
 
 NO_TRITON = 3  # the child's exit code when the script's Python has no triton
 
@@ -42,7 +43,8 @@ def run_script(script: str, args: tuple[str, ...] = (), target: str | None = Non
     """Run `script` and scan what it compiled. `keep`: None keeps the run among the newest
     IRSCOPE_KEEP_RUNS, True pins it, False removes it at the end; `out` puts it in that directory.
     Ctrl-C (or the script's own KeyboardInterrupt) removes the run and raises KeyboardInterrupt.
-    `profile`: "time" times every kernel with Proton (irscope/pipeline/profile_session.py; never with `target`).
+    `profile`: "time" times every kernel with Proton, "counters" runs the child under Nsight Compute
+    (irscope/pipeline/run_profile.py; never with `target`).
     `on_progress`: the scan's (irscope.pipeline.analyze.scan); `run_child(command, env) -> exit code` runs the
     child instead of subprocess.run (the CLI's, which shows a spinner: irscope/render/progress.py)."""
     from irscope.pipeline.analyze import scan
@@ -60,8 +62,8 @@ def run_script(script: str, args: tuple[str, ...] = (), target: str | None = Non
     command = [python or sys.executable, "-m", "irscope.pipeline.runner_child", "--launches", str(launches),
                "--outcome", str(outcome_file)]
     command += ["--target", target] if target else []
-    profile_file = work / "profile"  # Proton writes profile.hatchet
-    command += ["--profile", str(profile_file)] if profile and not target else []
+    if profile and not target:
+        command = profiled_command(command, profile, work)
     command += [script, *args]
     mode = f"for {target} (kernels compile, nothing runs)" if target else "on this machine's GPU"
     print(f"irscope: running {script} {mode}; its output follows", file=log, flush=True)
@@ -91,7 +93,7 @@ def run_script(script: str, args: tuple[str, ...] = (), target: str | None = Non
         report = attach_configs(report, launches)
         if dump:
             report = attach_timelines(report, dump_file, log)
-        report, run_profile, unprofiled = _attach_profile(report, profile_file, launches, unprofiled, log) \
+        report, run_profile, unprofiled = attach_measurements(report, profile, work, unprofiled, log) \
             if profile and not target else (report, None, None)
     except BaseException:  # Ctrl-C while analyzing: nothing is reported, the run goes
         if removable:
@@ -126,25 +128,6 @@ def _run_directory(script: str, target: str | None, keep: bool | None, out: str 
     work = kept_runs.new_run(script, target, pinned=keep is True)
     kept_runs.prune(max(kept_runs.keep_count() - 1, 0), spare=work)
     return work, False
-
-
-def _attach_profile(report: Report, profile_file: Path, launches: Path, unprofiled: str | None, log):
-    """(report, RunProfile or None, why there is none: `unprofiled`, the child's reason, or the parent's)."""
-    from irscope.model.errors import ArtifactError
-    from irscope.pipeline.profiling import attach_profile
-
-    hatchet = profile_file.with_name(profile_file.name + ".hatchet")
-    run_profile = None
-    if unprofiled is None and not hatchet.exists():
-        unprofiled = "Proton wrote no profile (the script ended its process before irscope could ask it to)"
-    elif unprofiled is None:
-        try:
-            report, run_profile = attach_profile(report, hatchet, launches)
-        except ArtifactError as exc:
-            unprofiled = str(exc)
-    if unprofiled:
-        print(f"irscope: --profile: {unprofiled}", file=log)
-    return report, run_profile, unprofiled
 
 
 def _read_outcome(path: Path) -> tuple[tuple[StandInAnswer, ...], str | None, str | None]:

@@ -35,6 +35,9 @@ def main() -> int:
     parser.add_argument("--outcome", required=True)
     parser.add_argument("--target")
     parser.add_argument("--profile", metavar="PATH", help="time every kernel with Proton into PATH.hatchet")
+    parser.add_argument("--counters", action="store_true",
+                        help="run under Nsight Compute (--profile-from-start off): profile the launches, not the "
+                             "autotuners' timing")
     parser.add_argument("script")
     parser.add_argument("args", nargs=argparse.REMAINDER)
     opts = parser.parse_args()
@@ -62,7 +65,7 @@ def main() -> int:
             print(f"irscope: no GPU driver is active here ({exc}); give --target ARCH to compile for a target "
                   "without running", file=sys.stderr)
             return NO_DRIVER
-        if opts.profile:
+        if opts.profile or opts.counters:
             recorder.start_profile(opts.profile, outcome)
     sys.argv = [opts.script, *opts.args]
     sys.path.insert(0, os.path.dirname(script))
@@ -112,10 +115,11 @@ class LaunchRecorder:
         self.configs = ConfigRecorder(self.sink, stand_in)
         self.profile = None  # a ProfileSession under --profile
 
-    def start_profile(self, path: str, outcome: Outcome) -> None:
-        from irscope.pipeline.profile_session import ProfileSession
+    def start_profile(self, path: str | None, outcome: Outcome) -> None:
+        """Proton's session into `path`, or with no path Nsight Compute's (the child runs under ncu)."""
+        from irscope.pipeline.profile_session import CounterSession, ProfileSession
 
-        session = outcome.profile = ProfileSession(path)
+        session = outcome.profile = ProfileSession(path) if path else CounterSession()
         if session.start():
             self.profile = self.configs.profile = session
         else:

@@ -178,6 +178,10 @@ def render(report: Report, console: Console, wide: bool = False, every_config: b
         from irscope.render.profile import profile_lines
 
         parts.extend(profile_lines(report, width))
+    if any(r.counters is not None for r in report.kernels):
+        from irscope.render.counters import counters_lines
+
+        parts.extend(counters_lines(report.kernels, width))
     if alone or not blocks:
         title = f"{len(alone)} kernels" if not blocks else (f"{len(report.kernels)} kernels: {len(alone)} alone here, "
                                                             f"{len(grouped)} in {len(blocks)} families below "
