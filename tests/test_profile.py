@@ -273,3 +273,13 @@ def test_a_run_whose_profile_is_missing_or_broken_says_why(runs, profiled, tmp_p
     render(replace(report, run=replace(report.run, profile=None, unprofiled="no CUPTI")),
            Console(file=out, width=80, color_system=None))
     assert out.getvalue().startswith("GPU time: not measured: no CUPTI")
+
+
+def test_the_csv_export_carries_the_times(profiled):
+    report, _ = profiled["liger"]
+    frame = report.to_frame()
+    timed = {kr.kernel.key: kr.time for kr in report.kernels if kr.time}
+    rows = frame[frame["gpu_time_ns"].notna()]
+    assert sorted(rows["key"]) == sorted(timed)
+    for key, ns, share in zip(rows["key"], rows["gpu_time_ns"], rows["gpu_share"]):
+        assert (ns, share) == (timed[key].total_ns, timed[key].share)

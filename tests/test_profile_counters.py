@@ -182,3 +182,11 @@ def test_counters_without_ncu_are_refused_in_one_line(monkeypatch, capsys):
     assert main(["scan", str(FIXTURES.parent / "examples" / "vector_add.py"), "--profile=counters"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Nsight Compute" in err and "nothing was run" in err
+
+
+def test_the_csv_export_carries_the_counters_and_times(counted):
+    frame = counted["liger"].to_frame()
+    counted_rows = frame[frame["ncu_theoretical_warps"].notna()]
+    assert len(counted_rows) == 11 and counted_rows["ncu_agrees"].all()
+    assert (counted_rows["ncu_theoretical_warps"] == counted_rows["occupancy"]).all()
+    assert frame["gpu_time_ns"].isna().all()  # counters, not Proton's times, in this run

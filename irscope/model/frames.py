@@ -31,6 +31,10 @@ KERNEL_COLUMNS: dict[str, str] = {
     "to_gain": "string", "findings": "Int64", "findings_error": "Int64", "findings_warning": "Int64",
     "findings_info": "Int64", "problems": "Int64", "status": "string", "complete": "boolean",
     "directory": "string", "hash": "string",
+    # irscope scan SCRIPT.py --profile / --profile=counters (docs/profile.md); <NA> without
+    "gpu_launches": "Int64", "gpu_time_ns": "Int64", "gpu_share": "Float64", "tensor_bytes": "Int64",
+    "ncu_theoretical_warps": "Float64", "ncu_achieved_pct": "Float64", "ncu_dram_bytes": "Int64",
+    "ncu_instructions": "Int64", "ncu_agrees": "boolean",
 }
 FINDING_COLUMNS: dict[str, str] = {
     "kernel": "string", "name": "string", "arch": "string", "code": "string", "slug": "string",
@@ -88,6 +92,13 @@ def kernel_record(r: KernelReport) -> dict:
                    occupancy_fraction=o.fraction, groups=o.groups,
                    limiter="+".join(LIMITER_LABELS.get(x, x) for x in o.limiters),
                    to_gain=short_step(r.occupancy))
+    if r.time is not None:
+        row.update(gpu_launches=r.time.launches, gpu_time_ns=r.time.total_ns, gpu_share=r.time.share,
+                   tensor_bytes=r.time.bytes)
+    if r.counters is not None:
+        c = r.counters
+        row.update(ncu_theoretical_warps=c.theoretical_warps, ncu_achieved_pct=c.achieved_pct,
+                   ncu_dram_bytes=c.dram_bytes, ncu_instructions=c.instructions, ncu_agrees=c.agrees)
     severities = [f.severity for f in r.findings]
     row.update(findings=len(severities), findings_error=severities.count("error"),
                findings_warning=severities.count("warning"), findings_info=severities.count("info"))
