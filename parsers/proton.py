@@ -42,6 +42,9 @@ class ProtonProfile:
     path: str
     kernels: tuple[TimedKernel, ...]
     devices: tuple[str, ...]  # "CUDA 0: arch 90, 132 SMs"
+    # The first device's DRAM bandwidth from its facts: 2 (double data rate) x memory_clock_rate (kHz) x 1,000
+    # x bus_width / 8, bytes per second; CUDA's cudaDeviceProp gives the same two numbers. None when absent.
+    dram_peak: float | None = None
 
 
 def read_hatchet(path: str) -> ProtonProfile:
@@ -63,7 +66,8 @@ def read_hatchet(path: str) -> ProtonProfile:
     if not isinstance(data, list) or not data or not isinstance(data[0], dict) or "children" not in data[0]:
         raise ArtifactError(path, "not a Proton profile: no call tree (a JSON list whose first item has "
                                   "\"children\")")
-    return ProtonProfile(path, tuple(_kernels(data[0], path)), _devices(data[1] if len(data) > 1 else None))
+    info = data[1] if len(data) > 1 else None
+    return ProtonProfile(path, tuple(_kernels(data[0], path)), _devices(info), _dram_peak(info))
 
 
 def _kernels(root: dict, path: str):
@@ -123,3 +127,15 @@ def _devices(info: object) -> tuple[str, ...]:
                      f"{sms} SMs" if _natural(sms) else None]
             out.append(f"{str(kind)[:16]} {str(index)[:8]}: " + ", ".join(p for p in parts if p))
     return tuple(out)
+
+
+def _dram_peak(info: object) -> float | None:
+    """Bytes per second of the first device that names its memory clock (kHz) and bus width (bits)."""
+    if not isinstance(info, dict):
+        return None
+    for devices in info.values():
+        for facts in devices.values() if isinstance(devices, dict) else ():
+            if isinstance(facts, dict) and _natural(clock := facts.get("memory_clock_rate")) and \
+                    _natural(width := facts.get("bus_width")) and clock and width:
+                return 2 * clock * 1e3 * width / 8
+    return None

@@ -283,3 +283,22 @@ def test_the_csv_export_carries_the_times(profiled):
     assert sorted(rows["key"]) == sorted(timed)
     for key, ns, share in zip(rows["key"], rows["gpu_time_ns"], rows["gpu_share"]):
         assert (ns, share) == (timed[key].total_ns, timed[key].share)
+
+
+def test_the_device_s_dram_bandwidth_comes_from_the_profile_s_device_facts(runs, profiled):
+    import io
+
+    from rich.console import Console
+
+    from irscope.render.console import render
+
+    facts = json.loads((runs["vector_add"] / "profile.hatchet").read_text())[1]["CUDA"]["0"]
+    report, profile = profiled["vector_add"]
+    assert profile.dram_peak == 2 * facts["memory_clock_rate"] * 1000 * facts["bus_width"] / 8 == 3.35232e12
+    (kr,) = [kr for kr in report.kernels if kr.time]
+    lines = _launch_lines(runs["vector_add"] / "launches.jsonl")
+    assert kr.time.bytes == sum(d["bytes"] for d in lines) == 3 * 4 * 98432  # x, y and the output: 98,432 floats
+    out = io.StringIO()
+    render(report, Console(file=out, width=100, color_system=None))
+    rate = kr.time.bytes / kr.time.total_ns
+    assert f"{rate:,.0f} ({round(rate * 1e9 / profile.dram_peak * 100)}%)" in out.getvalue()

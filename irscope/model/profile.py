@@ -56,6 +56,13 @@ class RunProfile:
     triton_launches: int
     others: tuple[OtherKernel, ...] = ()  # most time first
     untimed: int = 0  # recorded launches with no kernel in the profile (a script that exited mid-run)
+    # The device's DRAM bandwidth, bytes/s, from the profile's device facts: 2 x memory clock x bus width / 8
+    dram_peak: float | None = None
+
+    def dram_fraction(self, time: KernelTime) -> float | None:
+        """A kernel's achieved bandwidth (its tensors' bytes over its time) against the device's."""
+        rate = time.gb_per_s
+        return rate * 1e9 / self.dram_peak if rate is not None and self.dram_peak else None
 
     @property
     def others_ns(self) -> int:

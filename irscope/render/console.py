@@ -37,8 +37,9 @@ KEY_COLUMN = Column("key", keep=True)
 _BY_NAME = {c.name: i for i, c in enumerate(COLUMNS)}
 CONSOLE_COLUMNS = tuple(KEY_COLUMN if n == "key" else COLUMNS[_BY_NAME[n]] for n in CONSOLE_ORDER)
 # With --profile: the kernel's GPU time in the run and its share of all of it, right after the key.
-# Their launches come last: the first columns the width hides.
-TIME_COLUMNS = (Column("GPU time", "right", keep=True), Column("share", "right", keep=True))
+# Then the bandwidth it achieved; its launches come last, the first column the width hides.
+TIME_COLUMNS = (Column("GPU time", "right", keep=True), Column("share", "right", keep=True),
+                Column("GB/s (peak)", "right"))
 PROFILED_COLUMNS = CONSOLE_COLUMNS[:2] + TIME_COLUMNS + CONSOLE_COLUMNS[2:] + (Column("launches", "right"),)
 
 
@@ -47,10 +48,15 @@ def time_order(r: KernelReport) -> tuple:
     return (-(r.time.total_ns if r.time else -1), sort_key(r))
 
 
-def time_cells(r: KernelReport) -> tuple[list[str], str]:
-    """(GPU time and share, launches) of a profiled kernel's row."""
+def time_cells(r: KernelReport, dram_peak: float | None = None) -> tuple[list[str], list[str]]:
+    """([GPU time, share, achieved GB/s and its share of the device's DRAM peak], [launches]) of a profiled
+    kernel's row: the bytes are its launches' distinct tensors, the least they move (docs/profile.md)."""
     t = r.time
-    return ([duration(t.total_ns), share(t.share)], f"{t.launches:,}") if t and t.launches else (["-", "-"], "-")
+    if not t or not t.launches:
+        return ["-", "-", "-"], ["-"]
+    rate = t.gb_per_s
+    bandwidth = "-" if rate is None else f"{rate:,.0f}" + (f" ({share(rate * 1e9 / dram_peak)})" if dram_peak else "")
+    return [duration(t.total_ns), share(t.share), bandwidth], [f"{t.launches:,}"]
 
 
 def sort_key(r: KernelReport) -> tuple:
@@ -78,8 +84,9 @@ def kernel_row(r: KernelReport) -> list[str | Text]:
     ]
 
 
-def kernel_table(report: Report | Sequence[KernelReport], width: int | None = None, title: str | None = None) -> Text:
-    """`width`: the terminal's; None shows every column (--wide)."""
+def kernel_table(report: Report | Sequence[KernelReport], width: int | None = None, title: str | None = None,
+                 dram_peak: float | None = None) -> Text:
+    """`width`: the terminal's; None shows every column (--wide). `dram_peak`: the profiled device's, bytes/s."""
     kernels = report.kernels if isinstance(report, Report) else report
     profiled = any(r.time is not None for r in kernels)
     rows = []
@@ -88,8 +95,8 @@ def kernel_table(report: Report | Sequence[KernelReport], width: int | None = No
         cells["key"] = printable(short_key(r.kernel.key))
         row = [cells[n] for n in CONSOLE_ORDER]
         if profiled:
-            measured, launches = time_cells(r)
-            row = row[:2] + measured + row[2:] + [launches]
+            measured, after = time_cells(r, dram_peak)
+            row = row[:2] + measured + row[2:] + after
         rows.append(row)
     return draw_table(title or f"{len(kernels)} kernels", PROFILED_COLUMNS if profiled else CONSOLE_COLUMNS, rows,
                       width)
@@ -186,7 +193,8 @@ def render(report: Report, console: Console, wide: bool = False, every_config: b
         title = f"{len(alone)} kernels" if not blocks else (f"{len(report.kernels)} kernels: {len(alone)} alone here, "
                                                             f"{len(grouped)} in {len(blocks)} families below "
                                                             "(--all lists each)")
-        parts.append(kernel_table(alone, width, title))
+        profile = report.run.profile if report.run is not None else None
+        parts.append(kernel_table(alone, width, title, profile.dram_peak if profile else None))
     findings = finding_lines(alone, roots, width)
     if findings:
         count = sum(len(r.findings) for r in alone)

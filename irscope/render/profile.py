@@ -38,6 +38,10 @@ def profile_lines(report: Report, width: int | None) -> list[Text]:
             name = middle_ellipsis(printable_name(other.name), max(room, 24))
             lines.append(Text(f"    {duration(other.total_ns):>9} {share(other.total_ns / total if total else None):>5}"
                               f"  {name} x{other.launches:,}", style="dim"))
+    if profile.dram_peak:
+        lines += wrapped(f"the device's DRAM bandwidth: {profile.dram_peak / 1e9:,.0f} GB/s (2 x its memory clock x "
+                         "bus width, from the profile's device facts); `GB/s (peak)` below: each kernel's tensors' "
+                         "bytes over its time, the least it moves", width, indent="  ", style="dim")
     if profile.untimed:
         lines.extend(wrapped(f"{profile.untimed:,} recorded launches have no time in the profile (the script "
                              "ended before the GPU finished them?)", width, indent="  ", style="yellow"))
