@@ -272,7 +272,7 @@ def test_a_run_whose_profile_is_missing_or_broken_says_why(runs, profiled, tmp_p
     out = io.StringIO()
     render(replace(report, run=replace(report.run, profile=None, unprofiled="no CUPTI")),
            Console(file=out, width=80, color_system=None))
-    assert out.getvalue().startswith("GPU time: not measured: no CUPTI")
+    assert out.getvalue().startswith("Profile: nothing measured: no CUPTI")
 
 
 def test_the_csv_export_carries_the_times(profiled):

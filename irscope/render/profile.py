@@ -19,7 +19,7 @@ def profile_lines(report: Report, width: int | None) -> list[Text]:
     if profile is None:
         if not run.unprofiled:
             return []  # --profile=counters: Nsight Compute's table says what was measured
-        return [Text("GPU time: not measured: ", style="bold yellow") + Text(printable(run.unprofiled)), Text()]
+        return [Text("Profile: nothing measured: ", style="bold yellow") + Text(printable(run.unprofiled)), Text()]
     device = f" on {printable(', '.join(profile.devices))}" if profile.devices else ""
     lines = wrapped(f"GPU time{device} (Proton: {printable(profile.path)}):", width, indent="", style="bold")
     total = profile.gpu_ns
