@@ -67,6 +67,9 @@ def _add_scan(sub, commands: _Commands) -> argparse.ArgumentParser:
                       help="with a script, on this machine's GPU: time every kernel with Proton and rank the "
                            "kernels by GPU time; --profile=counters instead runs the script under Nsight Compute "
                            "and reads each kernel's occupancy, DRAM bytes and instructions (docs/profile.md)")
+    scan.add_argument("--profile-plot", metavar="FILE",
+                      help="with --profile: draw the run's Triton kernels on the device's roofline into FILE (.png "
+                           "or .svg; needs matplotlib: pip install 'irscope[plot]')")
     scan.add_argument("--dump", action="store_true",
                       help="with a script: capture MLIR_ENABLE_DUMP and show which pass introduced each layout "
                            "conversion and LDS buffer (Triton 3.3+)")

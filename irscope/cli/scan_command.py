@@ -84,6 +84,10 @@ def _refusal(args: argparse.Namespace, scripts: list[str]) -> str | None:
     if args.profile and args.target:
         return (f"--profile measures the kernels on this machine's GPU, and --target {args.target} runs nothing: "
                 "drop one of them")
+    if args.profile_plot and args.profile != "time":
+        return "--profile-plot draws what --profile measures: irscope scan script.py --profile --profile-plot FILE.png"
+    if args.profile_plot and not args.profile_plot.lower().endswith((".png", ".svg")):
+        return f"--profile-plot {args.profile_plot}: give a .png or .svg file"
     if args.profile:
         from irscope.pipeline.profile_session import no_gpu_here
 
@@ -165,6 +169,14 @@ def _run_script(args: argparse.Namespace, script: str) -> int:
                 kept_runs.remove([result.kept.name])
     _show_run(report, args)
     _say_where_the_run_is(result)
+    if args.profile_plot:
+        from irscope.render.roofline import write_roofline
+
+        why = write_roofline(report, args.profile_plot)
+        if why:
+            error(f"--profile-plot {args.profile_plot}: {why}")
+            return EXIT_PARTIAL
+        print(f"irscope: the roofline is in {args.profile_plot}", file=sys.stderr)
     return _run_status(args, script, result)
 
 

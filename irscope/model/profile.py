@@ -26,6 +26,15 @@ class KernelTime:
     first_launch: int | None = None  # its number in the launches file: the profile's `irscope:launch:N`
     launch_ns: tuple[int, ...] = ()  # each launch, in order (the first MAX_LAUNCH_TIMES)
     bytes: int | None = None  # the distinct tensors its launches were given, summed over the timed launches
+    # its dots' FLOPs over the timed launches (irscope/ir/dot_flops.py): 0 without a dot, None when unknown
+    flops: int | None = None
+    flops_unknown: str | None = None  # why flops is None
+    element: str | None = None  # the dot's operand element type ("f16", "bf16", "f8E4M3FN", "f32")
+
+    @property
+    def tflops(self) -> float | None:
+        """Achieved TFLOP/s of its dots (FLOPs per ns / 1,000)."""
+        return self.flops / self.total_ns / 1e3 if self.flops and self.total_ns else None
 
     @property
     def mean_ns(self) -> float:

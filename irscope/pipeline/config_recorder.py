@@ -38,6 +38,58 @@ def constexpr_values(src) -> dict[str, object]:
     return values
 
 
+def _constant_indices(src, names: list[str]) -> set[int]:
+    """Indices of the arguments `src.constants` holds: the constexprs and those specialized to a constant."""
+    out = set()
+    for key in (getattr(src, "constants", None) or {}):
+        index = key[0] if isinstance(key, tuple) and len(key) == 1 else key
+        if isinstance(index, str) and index in names:
+            index = names.index(index)
+        if isinstance(index, int):
+            out.add(index)
+    return out
+
+
+def scalar_arguments(src, values: tuple) -> list | None:
+    """[[name, int or None], ...]: the kernel's arguments that stay arguments of its TTIR function (not a
+    constexpr, not specialized to a constant), in order, each an int where the launch passed one. `values`
+    are the launcher's trailing arguments: every argument of the kernel (Triton 3.3 on) or those that are
+    not constexprs (before); which, is told by the constexprs' places holding their values. None when
+    neither lines up."""
+    fn = getattr(src, "fn", None)
+    names = list(getattr(fn, "arg_names", ()) or ())
+    if not names:
+        return None
+    constexprs = set(getattr(fn, "constexprs", ()) or ())
+    known = constexpr_values(src)
+    if len(values) >= len(names) and all(
+            _same(known.get(names[i], _MISSING), values[len(values) - len(names) + i]) for i in constexprs):
+        params = dict(zip(names, values[len(values) - len(names):]))
+    else:
+        kept = [n for i, n in enumerate(names) if i not in constexprs]
+        if len(values) < len(kept):
+            return None
+        params = dict(zip(kept, values[len(values) - len(kept):]))
+    constant = _constant_indices(src, names) | constexprs
+    return [[name, value if isinstance(value := params.get(name), int) and not isinstance(value, bool) else None]
+            for i, name in enumerate(names) if i not in constant]
+
+
+_MISSING = object()
+
+
+def _same(known: object, value: object) -> bool:
+    """Whether a launch's value may be the constexpr's (an unknown constexpr matches anything)."""
+    if known is _MISSING:
+        return True
+    if hasattr(value, "data_ptr"):  # a tensor where a constexpr stands: not the all-arguments layout
+        return False
+    try:
+        return bool(known == value)
+    except Exception:  # noqa: BLE001 - a value whose == is not a bool
+        return False
+
+
 def json_safe(value: object) -> object:
     """A constexpr value as JSON: numbers, strings, booleans and None as they are, others as repr."""
     if value is None or isinstance(value, (bool, int, str)):

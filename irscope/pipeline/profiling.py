@@ -25,16 +25,17 @@ class _Tally:
         self.launches = self.ns = 0
         self.bytes: int | None = None
         self.timed: list[tuple[int, int]] = []  # (launch number, ns) of single launches
+        self.runs: list[tuple[tuple, int, int]] = []  # (scalar arguments, workgroups, count) of the numbered launches
 
 
-def numbered_launches(path: str | Path, scoped: bool = True) -> dict[int, tuple[str, str | None, int | None]]:
-    """Launch number -> (kernel hash, name, bytes of its tensors) of the launches profiled one by one: not the
-    autotuners' timing, and with `scoped` (Proton) not past MAX_LAUNCH_SCOPES; lines written without
-    --profile have no number. The file is the script's: values are checked."""
+def numbered_launches(path: str | Path, scoped: bool = True) -> dict[int, tuple]:
+    """Launch number -> (kernel hash, name, bytes of its tensors, workgroups, scalar arguments) of the launches
+    profiled one by one: not the autotuners' timing, and with `scoped` (Proton) not past MAX_LAUNCH_SCOPES;
+    lines written without --profile have no number. The file is the script's: values are checked."""
     from irscope.pipeline.profile_session import MAX_LAUNCH_SCOPES
 
     limit = MAX_LAUNCH_SCOPES if scoped else 1 << 62
-    out: dict[int, tuple[str, str | None, int | None]] = {}
+    out: dict[int, tuple] = {}
     try:
         lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
@@ -49,7 +50,8 @@ def numbered_launches(path: str | Path, scoped: bool = True) -> dict[int, tuple[
         number, h, name, size = d.get("launch"), d.get("hash"), d.get("name"), d.get("bytes")
         if _count(number) and number <= limit and d.get("autotune") is not True and \
                 isinstance(h, str) and h:
-            out[number] = (h[:128], name if isinstance(name, str) else None, size if _count(size) else None)
+            out[number] = (h[:128], name if isinstance(name, str) else None, size if _count(size) else None,
+                           _workgroups(d.get("grid")), _scalars(d.get("args")))
     return out
 
 
@@ -80,6 +82,7 @@ def attach_profile(report: Report, hatchet: str | Path, launches: str | Path) ->
             seen_launches.add(k.launch)
             if recorded[2] is not None:
                 tally.bytes = (tally.bytes or 0) + recorded[2] * k.count
+            tally.runs.append((recorded[4], recorded[3], k.count))
             if k.count == 1:
                 tally.timed.append((k.launch, k.ns))
     kernels = []
@@ -92,9 +95,10 @@ def attach_profile(report: Report, hatchet: str | Path, launches: str | Path) ->
         timed = sorted(tally.timed)
         triton_ns += tally.ns
         triton_launches += tally.launches
+        flops, why, element = _flops(kr, tally)
         kernels.append(replace(kr, time=KernelTime(
             tally.launches, tally.ns, tally.ns / gpu_ns if gpu_ns else 0.0, timed[0][0] if timed else None,
-            tuple(ns for _, ns in timed[:MAX_LAUNCH_TIMES]), tally.bytes)))
+            tuple(ns for _, ns in timed[:MAX_LAUNCH_TIMES]), tally.bytes, flops, why, element)))
     # Triton kernels the scan did not analyze (a cache entry it could not read) stay Triton's, unnamed here
     analyzed = {kr.kernel.hash for kr in report.kernels}
     for h, tally in tallies.items():
@@ -106,6 +110,55 @@ def attach_profile(report: Report, hatchet: str | Path, launches: str | Path) ->
                      tuple(OtherKernel(name, count, ns) for name, (count, ns) in ranked[:MAX_OTHERS]),
                      sum(1 for n in numbered if n not in seen_launches), profile.dram_peak)
     return replace(report, kernels=tuple(kernels)), run
+
+
+def _flops(kr, tally: _Tally) -> tuple[int | None, str | None, str | None]:
+    """(FLOPs of the kernel's dots over its timed launches, why unknown, the dot's element type), from its TTIR
+    (irscope/ir/dot_flops.py) and each launch's arguments and grid; (0, None, None) for a kernel with no dot."""
+    from irscope.ir.dot_flops import program_dot_flops
+    from irscope.model.artifact_reader import read_artifact
+    from irscope.model.errors import ArtifactError, decode_text
+    from irscope.parsers.mlir_parser import parse_mlir
+
+    ttir = kr.kernel.artifact("ttir")
+    if ttir is None:
+        return None, "no TTIR to read the dots from", None
+    try:
+        module = parse_mlir(decode_text(read_artifact(ttir)[0], ttir.path), ttir.path)
+    except (ArtifactError, OSError) as exc:
+        return None, f"the TTIR could not be read: {exc}", None
+    total, element, per_args = 0, None, {}
+    for args, workgroups, count in tally.runs:
+        if args is None or workgroups is None:
+            return None, "a launch recorded no arguments or grid", element
+        if args not in per_args:
+            per_args[args] = program_dot_flops(module, dict(args), [name for name, _ in args])
+        program = per_args[args]
+        if program.flops is None:
+            return None, program.why, element
+        element = element or program.element
+        total += program.flops * workgroups * count
+    return total, None, element
+
+
+def _workgroups(grid: object) -> int | None:
+    if isinstance(grid, list) and len(grid) == 3 and all(_count(g) for g in grid):
+        return grid[0] * grid[1] * grid[2]
+    return None
+
+
+def _scalars(args: object) -> tuple | None:
+    """The launch's scalar arguments as ((name, int or None), ...): hashable, checked."""
+    if not isinstance(args, list) or len(args) > 4096:
+        return None
+    out = []
+    for item in args:
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)):
+            return None
+        value = item[1] if isinstance(item[1], int) and not isinstance(item[1], bool) and abs(item[1]) < 1 << 62 \
+            else None
+        out.append((item[0][:200], value))
+    return tuple(out)
 
 
 def _count(value: object) -> bool:

@@ -144,10 +144,12 @@ class LaunchRecorder:
             if self.profile is None:
                 self.sink.write(json.dumps(record) + "\n")
                 return launch(grid_x, grid_y, grid_z, *rest, **kwargs)
+            from irscope.pipeline.config_recorder import scalar_arguments
             from irscope.pipeline.profile_session import tensor_bytes
 
             number = self.configs.launches
-            record.update(launch=number, autotune=self.configs.benchmarking > 0, bytes=tensor_bytes(rest))
+            record.update(launch=number, autotune=self.configs.benchmarking > 0, bytes=tensor_bytes(rest),
+                          args=scalar_arguments(src, rest))
             self.sink.write(json.dumps(record) + "\n")
             with self.profile.launch_scope(number, kernel_hash):
                 return launch(grid_x, grid_y, grid_z, *rest, **kwargs)

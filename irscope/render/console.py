@@ -39,7 +39,7 @@ CONSOLE_COLUMNS = tuple(KEY_COLUMN if n == "key" else COLUMNS[_BY_NAME[n]] for n
 # With --profile: the kernel's GPU time in the run and its share of all of it, right after the key.
 # Then the bandwidth it achieved; its launches come last, the first column the width hides.
 TIME_COLUMNS = (Column("GPU time", "right", keep=True), Column("share", "right", keep=True),
-                Column("GB/s (peak)", "right"))
+                Column("GB/s (peak)", "right"), Column("TFLOP/s (peak)", "right"))
 PROFILED_COLUMNS = CONSOLE_COLUMNS[:2] + TIME_COLUMNS + CONSOLE_COLUMNS[2:] + (Column("launches", "right"),)
 
 
@@ -48,15 +48,21 @@ def time_order(r: KernelReport) -> tuple:
     return (-(r.time.total_ns if r.time else -1), sort_key(r))
 
 
-def time_cells(r: KernelReport, dram_peak: float | None = None) -> tuple[list[str], list[str]]:
-    """([GPU time, share, achieved GB/s and its share of the device's DRAM peak], [launches]) of a profiled
-    kernel's row: the bytes are its launches' distinct tensors, the least they move (docs/profile.md)."""
+def time_cells(r: KernelReport, dram_peak: float | None = None, device=None) -> tuple[list[str], list[str]]:
+    """([GPU time, share, achieved GB/s and TFLOP/s, each with its share of the device's peak], [launches]) of a
+    profiled kernel's row: the bytes are its launches' distinct tensors, the least they move; the FLOPs its
+    dots' (docs/profile.md)."""
+    from irscope.model.device_peaks import matrix_peak
+
     t = r.time
     if not t or not t.launches:
-        return ["-", "-", "-"], ["-"]
+        return ["-", "-", "-", "-"], ["-"]
     rate = t.gb_per_s
     bandwidth = "-" if rate is None else f"{rate:,.0f}" + (f" ({share(rate * 1e9 / dram_peak)})" if dram_peak else "")
-    return [duration(t.total_ns), share(t.share), bandwidth], [f"{t.launches:,}"]
+    peak = matrix_peak(device, t.element)
+    tflops = "" if t.flops == 0 else "?" if t.tflops is None else f"{t.tflops:,.0f}" + (
+        f" ({share(t.tflops / peak)})" if peak else "")
+    return [duration(t.total_ns), share(t.share), bandwidth, tflops], [f"{t.launches:,}"]
 
 
 def sort_key(r: KernelReport) -> tuple:
@@ -85,8 +91,9 @@ def kernel_row(r: KernelReport) -> list[str | Text]:
 
 
 def kernel_table(report: Report | Sequence[KernelReport], width: int | None = None, title: str | None = None,
-                 dram_peak: float | None = None) -> Text:
-    """`width`: the terminal's; None shows every column (--wide). `dram_peak`: the profiled device's, bytes/s."""
+                 dram_peak: float | None = None, device=None) -> Text:
+    """`width`: the terminal's; None shows every column (--wide). `dram_peak`: the profiled device's, bytes/s;
+    `device`: its DevicePeaks (irscope/model/device_peaks.py)."""
     kernels = report.kernels if isinstance(report, Report) else report
     profiled = any(r.time is not None for r in kernels)
     rows = []
@@ -95,7 +102,7 @@ def kernel_table(report: Report | Sequence[KernelReport], width: int | None = No
         cells["key"] = printable(short_key(r.kernel.key))
         row = [cells[n] for n in CONSOLE_ORDER]
         if profiled:
-            measured, after = time_cells(r, dram_peak)
+            measured, after = time_cells(r, dram_peak, device)
             row = row[:2] + measured + row[2:] + after
         rows.append(row)
     return draw_table(title or f"{len(kernels)} kernels", PROFILED_COLUMNS if profiled else CONSOLE_COLUMNS, rows,
@@ -193,8 +200,11 @@ def render(report: Report, console: Console, wide: bool = False, every_config: b
         title = f"{len(alone)} kernels" if not blocks else (f"{len(report.kernels)} kernels: {len(alone)} alone here, "
                                                             f"{len(grouped)} in {len(blocks)} families below "
                                                             "(--all lists each)")
+        from irscope.model.device_peaks import device_of
+
         profile = report.run.profile if report.run is not None else None
-        parts.append(kernel_table(alone, width, title, profile.dram_peak if profile else None))
+        device = device_of(profile.devices, profile.dram_peak) if profile else None
+        parts.append(kernel_table(alone, width, title, profile.dram_peak if profile else None, device))
     findings = finding_lines(alone, roots, width)
     if findings:
         count = sum(len(r.findings) for r in alone)

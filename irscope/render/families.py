@@ -53,7 +53,7 @@ def config_columns(family: Family, profiled: bool = False) -> list[Column]:
     (--profile), each config's GPU time in the run and its share of it."""
     columns = [Column("#", "right", keep=True)]
     columns += [Column(HEADERS.get(n, printable_name(n)), "right", keep=True) for n in config_params(family)]
-    measured = [Column("GPU time", "right", keep=True)] if profiled else []
+    measured = [Column("GPU time", "right", keep=True), Column("TFLOP/s", "right")] if profiled else []
     tuned = [Column("tuned ms", "right")] if timed(family) else []
     return columns + measured + list(FACT_COLUMNS[:1]) + tuned + list(FACT_COLUMNS[1:])
 
@@ -81,8 +81,9 @@ def config_row(family: Family, i: int, r: KernelReport, measured: bool = False) 
               else Text("yes") if c.fit.launches else Text("?", style="dim"))
     grid = "-" if c.workgroups is None else f"{c.workgroups:,}/{c.slots:,}" if c.slots else f"{c.workgroups:,}/?"
     tuned = ["-" if c.ms is None else f"{c.ms:.3f}"] if timed(family) else []
-    time = [f"{duration(r.time.total_ns)} {share(r.time.share)}" if r.time and r.time.launches else "-"] \
-        if measured else []
+    ran = r.time is not None and r.time.launches
+    time = [f"{duration(r.time.total_ns)} {share(r.time.share)}" if ran else "-",
+            f"{r.time.tflops:,.0f}" if ran and r.time.tflops else "-"] if measured else []
     return [label(i) + ("*" if c.chosen else ""), *(printable(c.param(n)) for n in config_params(family)), *time,
             launch, *tuned, occupancy_cell(r.occupancy), spill, "-" if shared is None else f"{shared.value:,}", regs,
             str(c.findings), grid, _instructions(r), printable(short_key(c.kernel))]

@@ -42,6 +42,14 @@ def profile_lines(report: Report, width: int | None) -> list[Text]:
         lines += wrapped(f"the device's DRAM bandwidth: {profile.dram_peak / 1e9:,.0f} GB/s (2 x its memory clock x "
                          "bus width, from the profile's device facts); `GB/s (peak)` below: each kernel's tensors' "
                          "bytes over its time, the least it moves", width, indent="  ", style="dim")
+    from irscope.model.device_peaks import device_of
+
+    device = device_of(profile.devices, profile.dram_peak)
+    if device is not None:
+        peaks = ", ".join(f"{kind} {tflops:,.0f}" for kind, tflops in device.tflops)
+        lines += wrapped(f"`TFLOP/s (peak)`: each kernel's dot FLOPs over its time, against the {device.name}'s dense "
+                         f"matrix peak for its dots' type (TFLOP/s: {peaks}; {device.source})", width, indent="  ",
+                         style="dim")
     if profile.untimed:
         lines.extend(wrapped(f"{profile.untimed:,} recorded launches have no time in the profile (the script "
                              "ended before the GPU finished them?)", width, indent="  ", style="yellow"))

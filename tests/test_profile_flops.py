@@ -1,0 +1,148 @@
+"""Achieved against possible (issue 26): each profiled kernel's dot FLOPs from its TTIR and its launches'
+arguments, the device's peaks, and the roofline plot, over fixtures/profile/h100-triton3.6.tar.xz (recorded
+on an H100 by `irscope scan SCRIPT --profile --out DIR`). The expected FLOPs are the textbook formulas of
+each kernel (2MNK for the matmul, 4 x heads x N_CTX^2 x HEAD_DIM for the attention), from the launches
+file's arguments."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("flops")
+    with tarfile.open(FIXTURES / "profile" / "h100-triton3.6.tar.xz") as tar:
+        tar.extractall(root, filter="data")
+    return {name: root / "h100-triton3.6" / name for name in ("matmul", "flash_attention", "liger")}
+
+
+def _report(run: Path):
+    from irscope.model.launches import ScriptRun, read_launches
+    from irscope.pipeline.analyze import scan
+    from irscope.pipeline.profiling import attach_profile
+    from irscope.pipeline.runner import attach_configs
+
+    launches = run / "launches.jsonl"
+    report = attach_configs(scan(run / "cache", launches=read_launches(launches), jobs=1), launches)
+    report, profile = attach_profile(report, run / "profile.hatchet", launches)
+    return replace(report, run=ScriptRun(f"{run.name}.py", (), None, 0, 1, profile=profile))
+
+
+def _launches(run: Path) -> list[dict]:
+    return [d for d in map(json.loads, (run / "launches.jsonl").read_text().splitlines())
+            if "record" not in d and not d["autotune"]]
+
+
+def test_the_matmul_s_flops_are_2mnk_per_launch(runs):
+    report = _report(runs["matmul"])
+    (kr,) = [kr for kr in report.kernels if kr.time and kr.time.launches]
+    expected = sum(2 * a["M"] * a["N"] * a["K"] for a in (dict(d["args"]) for d in _launches(runs["matmul"])))
+    assert kr.time.flops == expected == 2 * 1024 ** 3
+    assert kr.time.element == "f16" and kr.time.tflops == pytest.approx(expected / kr.time.total_ns / 1e3)
+
+
+def test_the_attention_s_flops_are_its_two_dots_over_the_whole_sequence(runs):
+    report = _report(runs["flash_attention"])
+    (kr,) = [kr for kr in report.kernels if kr.time and kr.time.launches]
+    (launch,) = _launches(runs["flash_attention"])
+    n_ctx, heads, head_dim = dict(launch["args"])["N_CTX"], launch["grid"][1], kr.config and dict(
+        kr.config.constexprs)["HEAD_DIM"]
+    assert kr.time.flops == 4 * heads * n_ctx ** 2 * int(head_dim) == 4_294_967_296
+
+
+def test_kernels_without_a_dot_have_no_flops_and_no_tflops_cell(runs):
+    report = _report(runs["liger"])
+    timed = [kr for kr in report.kernels if kr.time and kr.time.launches]
+    assert timed and all(kr.time.flops == 0 and kr.time.tflops is None for kr in timed)
+
+
+def test_a_loop_bound_the_launch_does_not_tell_gives_no_flops_and_names_the_loop():
+    from irscope.ir.dot_flops import program_dot_flops
+    from irscope.parsers.mlir_parser import parse_mlir
+
+    path = next((FIXTURES / "caches" / "triton-3.0").glob("*/matmul_kernel.ttir"))
+    module = parse_mlir(path.read_text(), str(path))  # Triton 3.0 names its arguments %arg0, %arg1, ...
+    unknown = program_dot_flops(module, {"M": 1024, "N": 1024, "K": 1024}, [])
+    assert unknown.flops is None and unknown.why.startswith("the loop at line ")
+    func = module.functions()[0]
+    names = [f"p{i}" for i in range(len(func.regions[0].blocks[0].arguments))]
+    loop = module.enclosing_loops(next(module.ops_named("tt.dot")))[0]
+    upper = module.value(loop.operands[1])  # the K loop's bound, computed from one argument
+    assert upper.kind == "result"
+    known = [program_dot_flops(module, {name: 1024 for name in names}, names)]
+    assert known[0].flops is not None and known[0].flops > 0
+
+
+def test_the_device_and_its_peaks_come_from_the_profile(runs):
+    from irscope.model.device_peaks import device_of, matrix_peak
+
+    report = _report(runs["matmul"])
+    device = device_of(report.run.profile.devices, report.run.profile.dram_peak)
+    assert device.name == "NVIDIA H100 SXM" and "nvidia.com" in device.source
+    assert device_of(("CUDA 0: arch 90, 132 SMs",), 4.8e12).name == "NVIDIA H200 SXM"
+    assert device_of(("CUDA 0: arch 90, 114 SMs",), None).name == "NVIDIA H100 PCIe"
+    assert device_of(("CUDA 0: arch 80, 108 SMs",), None) is None
+    assert matrix_peak(device, "f16") == 989.5 and matrix_peak(device, "f32") == 494.5  # TF32 on NVIDIA
+    assert matrix_peak(device, "f8E4M3FN") == 1979.0 and matrix_peak(device, "i8") is None
+
+
+def test_the_console_puts_tflops_against_the_peak(runs):
+    import io
+
+    from rich.console import Console
+
+    from irscope.render.console import render
+
+    report = _report(runs["flash_attention"])
+    out = io.StringIO()
+    render(report, Console(file=out, width=160, color_system=None))
+    (kr,) = [kr for kr in report.kernels if kr.time and kr.time.launches]
+    text = out.getvalue()
+    assert f"{kr.time.tflops:,.0f} ({round(kr.time.tflops / 989.5 * 100)}%)" in text
+    assert "NVIDIA H100 SXM's dense matrix peak" in text
+
+
+@pytest.mark.parametrize("suffix, magic", [(".png", b"\x89PNG"), (".svg", b"<?xml")])
+def test_the_roofline_is_drawn(runs, tmp_path, suffix, magic):
+    from irscope.render.roofline import write_roofline
+
+    report = _report(runs["flash_attention"])
+    path = tmp_path / f"roofline{suffix}"
+    assert write_roofline(report, str(path)) is None
+    assert path.read_bytes().startswith(magic)
+    if suffix == ".svg":
+        assert "attn_fwd" in path.read_text()
+
+
+def test_the_roofline_without_matplotlib_says_how_to_get_it(runs, tmp_path, monkeypatch):
+    import builtins
+
+    from irscope.render.roofline import write_roofline
+
+    real = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    assert "pip install 'irscope[plot]'" in write_roofline(_report(runs["matmul"]), str(tmp_path / "r.png"))
+
+
+def test_profile_plot_is_refused_without_profile_or_with_another_suffix(capsys):
+    from irscope.cli.main import main
+
+    script = str(FIXTURES.parent / "examples" / "matmul.py")
+    assert main(["scan", script, "--target", "gfx942", "--profile-plot", "r.png"]) == 2
+    assert "--profile-plot draws what --profile measures" in capsys.readouterr().err
+    assert main(["scan", script, "--profile", "--profile-plot", "r.pdf"]) == 2
+    assert ".png or .svg" in capsys.readouterr().err
