@@ -13,6 +13,7 @@ import csv
 from dataclasses import dataclass
 
 from irscope.model.errors import ArtifactError
+from irscope.model.artifact_reader import read_measurement
 
 # What --profile=counters asks Nsight Compute for (its metric names; docs/profile.md says what each is).
 METRICS = (
@@ -38,13 +39,7 @@ class CounterRow:
 
 
 def read_ncu_csv(path: str) -> tuple[CounterRow, ...]:
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise ArtifactError(path, f"cannot read Nsight Compute's counters: {exc.strerror or exc}") from None
-    if len(raw) > MAX_BYTES:
-        raise ArtifactError(path, f"Nsight Compute's counters are larger than {MAX_BYTES >> 20} MiB")
+    raw = read_measurement(path, MAX_BYTES, "Nsight Compute's counters")
     lines = raw.decode("utf-8", errors="replace").splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith('"ID",')), None)
     if start is None:

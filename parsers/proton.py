@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from irscope.model.artifact_reader import read_measurement
 from irscope.model.errors import ArtifactError
 from irscope.model.serde import loads_bounded
 
@@ -48,13 +49,7 @@ class ProtonProfile:
 
 
 def read_hatchet(path: str) -> ProtonProfile:
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise ArtifactError(path, f"cannot read the profile: {exc.strerror or exc}") from None
-    if len(raw) > MAX_BYTES:
-        raise ArtifactError(path, f"the profile is larger than {MAX_BYTES >> 20} MiB")
+    raw = read_measurement(path, MAX_BYTES, "the profile")
     try:
         data = loads_bounded(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:

@@ -221,3 +221,35 @@ def sweep_reports(sweep_runs) -> dict:
     return {target: attach_configs(scan(run / "cache", launches=read_launches(run / "launches.jsonl")),
                                    run / "launches.jsonl")
             for target, run in sweep_runs.items()}
+
+
+# fixtures/profile/: the bundled examples and liger-kernel's ops run on an H100 (fixtures/README.md)
+PROFILE_RUNS = ("vector_add", "softmax", "matmul", "flash_attention", "liger")
+
+
+@pytest.fixture(scope="session")
+def profile_runs(tmp_path_factory) -> dict[str, dict[str, Path]]:
+    """The H100 runs of `irscope scan SCRIPT --profile` ("time") and `--profile=counters` ("counters"),
+    unpacked: mode -> run name -> its directory (`cache/`, `launches.jsonl`, the profiler's file)."""
+    import tarfile
+
+    root = tmp_path_factory.mktemp("profile")
+    out = {}
+    for mode, archive in (("time", "h100-triton3.6"), ("counters", "h100-triton3.6-counters")):
+        with tarfile.open(FIXTURES / "profile" / f"{archive}.tar.xz") as tar:
+            tar.extractall(root, filter="data")
+        out[mode] = {name: root / archive / name for name in PROFILE_RUNS}
+    return out
+
+
+@pytest.fixture(scope="session")
+def scan_run():
+    """run directory -> its cache scanned as `irscope scan SCRIPT` reports it: launches and configs attached."""
+    from irscope.model.launches import read_launches
+    from irscope.pipeline.analyze import scan
+    from irscope.pipeline.runner import attach_configs
+
+    def scanned(run: Path):
+        launches = run / "launches.jsonl"
+        return attach_configs(scan(run / "cache", launches=read_launches(launches), jobs=1), launches)
+    return scanned

@@ -6,7 +6,6 @@ from the raw profile JSON, without irscope's reader."""
 from __future__ import annotations
 
 import json
-import tarfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,26 +16,19 @@ RUNS = ("vector_add", "softmax", "matmul", "flash_attention", "liger")
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("profile")
-    with tarfile.open(FIXTURES / "profile" / "h100-triton3.6.tar.xz") as tar:
-        tar.extractall(root, filter="data")
-    return {name: root / "h100-triton3.6" / name for name in RUNS}
+def runs(profile_runs) -> dict[str, Path]:
+    return profile_runs["time"]
 
 
 @pytest.fixture(scope="module")
-def profiled(runs) -> dict:
+def profiled(runs, scan_run) -> dict:
     """Each run as `irscope scan SCRIPT --profile` reports it: (report, RunProfile)."""
-    from irscope.model.launches import ScriptRun, read_launches
-    from irscope.pipeline.analyze import scan
+    from irscope.model.launches import ScriptRun
     from irscope.pipeline.profiling import attach_profile
-    from irscope.pipeline.runner import attach_configs
 
     out = {}
     for name, run in runs.items():
-        launches = run / "launches.jsonl"
-        report = attach_configs(scan(run / "cache", launches=read_launches(launches), jobs=1), launches)
-        report, profile = attach_profile(report, run / "profile.hatchet", launches)
+        report, profile = attach_profile(scan_run(run), run / "profile.hatchet", run / "launches.jsonl")
         out[name] = (replace(report, run=ScriptRun(f"{name}.py", (), None, 0, 1, profile=profile)), profile)
     return out
 

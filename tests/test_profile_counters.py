@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import json
-import tarfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,27 +17,18 @@ RUNS = ("vector_add", "softmax", "matmul", "flash_attention", "liger")
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("counters")
-    with tarfile.open(FIXTURES / "profile" / "h100-triton3.6-counters.tar.xz") as tar:
-        tar.extractall(root, filter="data")
-    return {name: root / "h100-triton3.6-counters" / name for name in RUNS}
+def runs(profile_runs) -> dict[str, Path]:
+    return profile_runs["counters"]
 
 
 @pytest.fixture(scope="module")
-def counted(runs) -> dict:
-    from irscope.model.launches import ScriptRun, read_launches
-    from irscope.pipeline.analyze import scan
+def counted(runs, scan_run) -> dict:
+    from irscope.model.launches import ScriptRun
     from irscope.pipeline.profiling import attach_counters
-    from irscope.pipeline.runner import attach_configs
 
-    out = {}
-    for name, run in runs.items():
-        launches = run / "launches.jsonl"
-        report = attach_configs(scan(run / "cache", launches=read_launches(launches), jobs=1), launches)
-        report = attach_counters(report, run / "counters.csv", launches)
-        out[name] = replace(report, run=ScriptRun(f"{name}.py", (), None, 0, 1))
-    return out
+    return {name: replace(attach_counters(scan_run(run), run / "counters.csv", run / "launches.jsonl"),
+                          run=ScriptRun(f"{name}.py", (), None, 0, 1))
+            for name, run in runs.items()}
 
 
 def _csv_rows(path: Path) -> list[dict]:

@@ -7,7 +7,6 @@ file's arguments."""
 from __future__ import annotations
 
 import json
-import tarfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,23 +16,20 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("flops")
-    with tarfile.open(FIXTURES / "profile" / "h100-triton3.6.tar.xz") as tar:
-        tar.extractall(root, filter="data")
-    return {name: root / "h100-triton3.6" / name for name in ("matmul", "flash_attention", "liger")}
+def runs(profile_runs) -> dict[str, Path]:
+    return profile_runs["time"]
 
 
-def _report(run: Path):
-    from irscope.model.launches import ScriptRun, read_launches
-    from irscope.pipeline.analyze import scan
+@pytest.fixture(scope="module")
+def report_of(scan_run):
+    """run directory -> its report as `irscope scan SCRIPT --profile` gives it."""
+    from irscope.model.launches import ScriptRun
     from irscope.pipeline.profiling import attach_profile
-    from irscope.pipeline.runner import attach_configs
 
-    launches = run / "launches.jsonl"
-    report = attach_configs(scan(run / "cache", launches=read_launches(launches), jobs=1), launches)
-    report, profile = attach_profile(report, run / "profile.hatchet", launches)
-    return replace(report, run=ScriptRun(f"{run.name}.py", (), None, 0, 1, profile=profile))
+    def report(run: Path):
+        report, profile = attach_profile(scan_run(run), run / "profile.hatchet", run / "launches.jsonl")
+        return replace(report, run=ScriptRun(f"{run.name}.py", (), None, 0, 1, profile=profile))
+    return report
 
 
 def _launches(run: Path) -> list[dict]:
@@ -41,16 +37,16 @@ def _launches(run: Path) -> list[dict]:
             if "record" not in d and not d["autotune"]]
 
 
-def test_the_matmul_s_flops_are_2mnk_per_launch(runs):
-    report = _report(runs["matmul"])
+def test_the_matmul_s_flops_are_2mnk_per_launch(runs, report_of):
+    report = report_of(runs["matmul"])
     (kr,) = [kr for kr in report.kernels if kr.time and kr.time.launches]
     expected = sum(2 * a["M"] * a["N"] * a["K"] for a in (dict(d["args"]) for d in _launches(runs["matmul"])))
     assert kr.time.flops == expected == 2 * 1024 ** 3
     assert kr.time.element == "f16" and kr.time.tflops == pytest.approx(expected / kr.time.total_ns / 1e3)
 
 
-def test_the_attention_s_flops_are_its_two_dots_over_the_whole_sequence(runs):
-    report = _report(runs["flash_attention"])
+def test_the_attention_s_flops_are_its_two_dots_over_the_whole_sequence(runs, report_of):
+    report = report_of(runs["flash_attention"])
     (kr,) = [kr for kr in report.kernels if kr.time and kr.time.launches]
     (launch,) = _launches(runs["flash_attention"])
     n_ctx, heads, head_dim = dict(launch["args"])["N_CTX"], launch["grid"][1], kr.config and dict(
@@ -58,8 +54,8 @@ def test_the_attention_s_flops_are_its_two_dots_over_the_whole_sequence(runs):
     assert kr.time.flops == 4 * heads * n_ctx ** 2 * int(head_dim) == 4_294_967_296
 
 
-def test_kernels_without_a_dot_have_no_flops_and_no_tflops_cell(runs):
-    report = _report(runs["liger"])
+def test_kernels_without_a_dot_have_no_flops_and_no_tflops_cell(runs, report_of):
+    report = report_of(runs["liger"])
     timed = [kr for kr in report.kernels if kr.time and kr.time.launches]
     assert timed and all(kr.time.flops == 0 and kr.time.tflops is None for kr in timed)
 
@@ -81,10 +77,10 @@ def test_a_loop_bound_the_launch_does_not_tell_gives_no_flops_and_names_the_loop
     assert known[0].flops is not None and known[0].flops > 0
 
 
-def test_the_device_and_its_peaks_come_from_the_profile(runs):
+def test_the_device_and_its_peaks_come_from_the_profile(runs, report_of):
     from irscope.model.device_peaks import device_of, matrix_peak
 
-    report = _report(runs["matmul"])
+    report = report_of(runs["matmul"])
     device = device_of(report.run.profile.devices, report.run.profile.dram_peak)
     assert device.name == "NVIDIA H100 SXM" and "nvidia.com" in device.source
     assert device_of(("CUDA 0: arch 90, 132 SMs",), 4.8e12).name == "NVIDIA H200 SXM"
@@ -94,14 +90,14 @@ def test_the_device_and_its_peaks_come_from_the_profile(runs):
     assert matrix_peak(device, "f8E4M3FN") == 1979.0 and matrix_peak(device, "i8") is None
 
 
-def test_the_console_puts_tflops_against_the_peak(runs):
+def test_the_console_puts_tflops_against_the_peak(runs, report_of):
     import io
 
     from rich.console import Console
 
     from irscope.render.console import render
 
-    report = _report(runs["flash_attention"])
+    report = report_of(runs["flash_attention"])
     out = io.StringIO()
     render(report, Console(file=out, width=160, color_system=None))
     (kr,) = [kr for kr in report.kernels if kr.time and kr.time.launches]
@@ -111,10 +107,10 @@ def test_the_console_puts_tflops_against_the_peak(runs):
 
 
 @pytest.mark.parametrize("suffix, magic", [(".png", b"\x89PNG"), (".svg", b"<?xml")])
-def test_the_roofline_is_drawn(runs, tmp_path, suffix, magic):
+def test_the_roofline_is_drawn(runs, tmp_path, suffix, magic, report_of):
     from irscope.render.roofline import write_roofline
 
-    report = _report(runs["flash_attention"])
+    report = report_of(runs["flash_attention"])
     path = tmp_path / f"roofline{suffix}"
     assert write_roofline(report, str(path)) is None
     assert path.read_bytes().startswith(magic)
@@ -122,7 +118,7 @@ def test_the_roofline_is_drawn(runs, tmp_path, suffix, magic):
         assert "attn_fwd" in path.read_text()
 
 
-def test_the_roofline_without_matplotlib_says_how_to_get_it(runs, tmp_path, monkeypatch):
+def test_the_roofline_without_matplotlib_says_how_to_get_it(runs, tmp_path, monkeypatch, report_of):
     import builtins
 
     from irscope.render.roofline import write_roofline
@@ -135,7 +131,7 @@ def test_the_roofline_without_matplotlib_says_how_to_get_it(runs, tmp_path, monk
         return real(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_matplotlib)
-    assert "pip install 'irscope[plot]'" in write_roofline(_report(runs["matmul"]), str(tmp_path / "r.png"))
+    assert "pip install 'irscope[plot]'" in write_roofline(report_of(runs["matmul"]), str(tmp_path / "r.png"))
 
 
 def test_profile_plot_is_refused_without_profile_or_with_another_suffix(capsys):

@@ -79,6 +79,15 @@ def read_file(path: str, identity: tuple[int, int] | None = None, limit: int | N
     return b"".join(chunks)
 
 
+def read_measurement(path: str, limit: int, what: str) -> bytes:
+    """A profiler's file (Proton's profile, Nsight Compute's CSV) read as an artifact is: no link followed, at
+    most `limit` bytes; ArtifactError, naming `what`, when it cannot be read at all."""
+    try:
+        return read_file(path, None, limit, what)
+    except OSError as exc:
+        raise ArtifactError(path, f"cannot read {what}: {exc.strerror or exc}") from None
+
+
 def read_artifact(artifact: Artifact) -> tuple[bytes, str]:
     """(bytes, digest) of an artifact, read at most once per `one_read_each` scope; a failed read
     raises the same error each time it is asked for again in that scope."""
