@@ -142,3 +142,22 @@ def test_profile_plot_is_refused_without_profile_or_with_another_suffix(capsys):
     assert "--profile-plot draws what --profile measures" in capsys.readouterr().err
     assert main(["scan", script, "--profile", "--profile-plot", "r.pdf"]) == 2
     assert ".png or .svg" in capsys.readouterr().err
+
+
+def test_launches_that_shared_their_kernel_s_scope_leave_the_flops_unknown_not_undercounted(runs, report_of):
+    """Past the first 20,000 launches Proton sums a kernel's launches under one scope: their time is in the
+    total, their arguments are not, so the FLOPs are unknown rather than those of the numbered launches only
+    (which would undercount the TFLOP/s), and a kernel with only such launches is not taken for one without a dot."""
+    from irscope.pipeline.profiling import _flops, _Tally
+
+    report = report_of(runs["matmul"])
+    (kr,) = [kr for kr in report.kernels if kr.time and kr.time.launches]
+    (launch,) = _launches(runs["matmul"])
+    numbered = _Tally()
+    numbered.launches, numbered.runs = 1, [(tuple(map(tuple, launch["args"])), 64, 1)]
+    assert _flops(kr, numbered)[0] == 2 * 1024 ** 3
+    for runs_seen in ([], numbered.runs):
+        shared = _Tally()
+        shared.launches, shared.runs = 3, runs_seen
+        flops, why, _ = _flops(kr, shared)
+        assert flops is None and "past the first 20,000" in why

@@ -116,7 +116,9 @@ def _flops(kr, tally: _Tally) -> tuple[int | None, str | None, str | None]:
     """(FLOPs of the kernel's dots over its timed launches, why unknown, the dot's element type), from its TTIR
     (irscope/ir/dot_flops.py) and each launch's arguments and grid; (0, None, None) for a kernel with no dot."""
     from irscope.ir.dot_flops import program_dot_flops
+    from irscope.ir.mlir import DOT_OPS
     from irscope.model.artifact_reader import read_artifact
+    from irscope.pipeline.profile_session import MAX_LAUNCH_SCOPES
     from irscope.model.errors import ArtifactError, decode_text
     from irscope.parsers.mlir_parser import parse_mlir
 
@@ -127,6 +129,13 @@ def _flops(kr, tally: _Tally) -> tuple[int | None, str | None, str | None]:
         module = parse_mlir(decode_text(read_artifact(ttir)[0], ttir.path), ttir.path)
     except (ArtifactError, OSError) as exc:
         return None, f"the TTIR could not be read: {exc}", None
+    if next(module.ops_named(*DOT_OPS), None) is None:
+        return 0, None, None
+    # Launches past MAX_LAUNCH_SCOPES share their kernel's scope: timed, but with no arguments told apart
+    counted = sum(count for _, _, count in tally.runs)
+    if counted != tally.launches:
+        return None, (f"{tally.launches - counted:,} of its launches came past the first {MAX_LAUNCH_SCOPES:,}, "
+                      "whose time Proton sums under one scope: their arguments are not told apart"), None
     total, element, per_args = 0, None, {}
     for args, workgroups, count in tally.runs:
         if args is None or workgroups is None:
