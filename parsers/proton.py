@@ -46,6 +46,8 @@ class ProtonProfile:
     # The first device's DRAM bandwidth from its facts: 2 (double data rate) x memory_clock_rate (kHz) x 1,000
     # x bus_width / 8, bytes per second; CUDA's cudaDeviceProp gives the same two numbers. None when absent.
     dram_peak: float | None = None
+    arch: str | None = None  # the first device's, as its facts write it: "90", "gfx942"
+    units: int | None = None  # its SMs / CUs
 
 
 def read_hatchet(path: str) -> ProtonProfile:
@@ -61,8 +63,8 @@ def read_hatchet(path: str) -> ProtonProfile:
     if not isinstance(data, list) or not data or not isinstance(data[0], dict) or "children" not in data[0]:
         raise ArtifactError(path, "not a Proton profile: no call tree (a JSON list whose first item has "
                                   "\"children\")")
-    info = data[1] if len(data) > 1 else None
-    return ProtonProfile(path, tuple(_kernels(data[0], path)), _devices(info), _dram_peak(info))
+    devices, arch, units, dram_peak = _read_devices(data[1] if len(data) > 1 else None)
+    return ProtonProfile(path, tuple(_kernels(data[0], path)), devices, dram_peak, arch, units)
 
 
 def _kernels(root: dict, path: str):
@@ -106,28 +108,26 @@ def _natural(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 63
 
 
-def _devices(info: object) -> tuple[str, ...]:
-    """`{"CUDA": {"0": {"arch": "90", "num_sms": 132, ...}}}` -> ("CUDA 0: arch 90, 132 SMs",)."""
-    if not isinstance(info, dict):
-        return ()
-    out = []
-    for kind, devices in list(info.items())[:8]:
-        if not isinstance(devices, dict):
-            continue
-        for index, facts in list(devices.items())[:64]:
+def _read_devices(info: object) -> tuple[tuple[str, ...], str | None, int | None, float | None]:
+    """The device facts, `{"CUDA": {"0": {"arch": "90", "num_sms": 132, "memory_clock_rate": ..., "bus_width":
+    ...}}}`: (one line a device, "CUDA 0: arch 90, 132 SMs"; the first device's arch and SM/CU count; the DRAM
+    bandwidth of the first that names its memory clock and bus width)."""
+    lines, arch, units, dram_peak = [], None, None, None
+    for kind, devices in list(info.items())[:8] if isinstance(info, dict) else ():
+        for index, facts in list(devices.items())[:64] if isinstance(devices, dict) else ():
             if not isinstance(facts, dict):
                 continue
-            arch, sms = facts.get("arch"), facts.get("num_sms")
-            parts = [f"arch {arch}" if isinstance(arch, (str, int)) else None,
-                     f"{sms} SMs" if _natural(sms) else None]
-            out.append(f"{str(kind)[:16]} {str(index)[:8]}: " + ", ".join(p for p in parts if p))
-    return tuple(out)
-
-
-def _dram_peak(info: object) -> float | None:
-    """Bytes per second of the first device that names its memory clock (kHz) and bus width (bits)."""
-    if not isinstance(info, dict):
-        return None
+            this_arch, sms = facts.get("arch"), facts.get("num_sms")
+            this_arch = str(this_arch)[:32] if isinstance(this_arch, (str, int)) else None
+            sms = sms if _natural(sms) else None
+            parts = [f"arch {this_arch}" if this_arch else None, f"{sms} SMs" if sms is not None else None]
+            lines.append(f"{str(kind)[:16]} {str(index)[:8]}: " + ", ".join(p for p in parts if p))
+            if len(lines) == 1:
+                arch, units = this_arch, sms
+            clock, width = facts.get("memory_clock_rate"), facts.get("bus_width")
+            if dram_peak is None and _natural(clock) and _natural(width) and clock and width:
+                dram_peak = 2 * clock * 1e3 * width / 8
+    return tuple(lines), arch, units, dram_peak
     for devices in info.values():
         for facts in devices.values() if isinstance(devices, dict) else ():
             if isinstance(facts, dict) and _natural(clock := facts.get("memory_clock_rate")) and \

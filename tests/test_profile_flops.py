@@ -81,11 +81,13 @@ def test_the_device_and_its_peaks_come_from_the_profile(runs, report_of):
     from irscope.model.device_peaks import device_of, matrix_peak
 
     report = report_of(runs["matmul"])
-    device = device_of(report.run.profile.devices, report.run.profile.dram_peak)
+    profile = report.run.profile
+    assert (profile.arch, profile.units) == ("90", 132)  # the profile's device facts, not its display line
+    device = profile.device
     assert device.name == "NVIDIA H100 SXM" and "nvidia.com" in device.source
-    assert device_of(("CUDA 0: arch 90, 132 SMs",), 4.8e12).name == "NVIDIA H200 SXM"
-    assert device_of(("CUDA 0: arch 90, 114 SMs",), None).name == "NVIDIA H100 PCIe"
-    assert device_of(("CUDA 0: arch 80, 108 SMs",), None) is None
+    assert device_of("90", 132, 4.8e12).name == "NVIDIA H200 SXM"
+    assert device_of("90", 114, None).name == "NVIDIA H100 PCIe"
+    assert device_of("80", 108, None) is None
     assert matrix_peak(device, "f16") == 989.5 and matrix_peak(device, "f32") == 494.5  # TF32 on NVIDIA
     assert matrix_peak(device, "f8E4M3FN") == 1979.0 and matrix_peak(device, "i8") is None
 

@@ -8,7 +8,6 @@ is the device's own memory clock times its bus width (parsers/proton.py).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 
@@ -40,16 +39,9 @@ PEAKS = (
                 (("f16", 2500.0), ("bf16", 2500.0), ("f8", 5000.0), ("f32", 157.3)), AMD_MI350),
 )
 
-_DEVICE = re.compile(r":\s*arch (\w+), (\d+) SMs")
-
-
-def device_of(devices: tuple[str, ...], dram_peak: float | None) -> DevicePeaks | None:
-    """The known part a profile's first device is: same architecture and SM/CU count, the nearest DRAM
+def device_of(arch: str | None, units: int | None, dram_peak: float | None) -> DevicePeaks | None:
+    """The known part with this architecture and SM/CU count (the profile's first device), the nearest DRAM
     bandwidth when several are; None when none matches."""
-    match = _DEVICE.search(devices[0]) if devices else None
-    if match is None:
-        return None
-    arch, units = match.group(1), int(match.group(2))
     candidates = [p for p in PEAKS if p.arch == arch and p.units == units]
     if len(candidates) > 1 and dram_peak:
         candidates.sort(key=lambda p: abs(p.dram_tb_s - dram_peak / 1e12))

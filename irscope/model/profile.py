@@ -67,6 +67,15 @@ class RunProfile:
     untimed: int = 0  # recorded launches with no kernel in the profile (a script that exited mid-run)
     # The device's DRAM bandwidth, bytes/s, from the profile's device facts: 2 x memory clock x bus width / 8
     dram_peak: float | None = None
+    arch: str | None = None  # the first device's, from the same facts: "90" (CUDA compute capability), "gfx942"
+    units: int | None = None  # its SMs / CUs
+
+    @property
+    def device(self):
+        """The known part profiled (irscope/model/device_peaks.py: its peaks, with their source), or None."""
+        from irscope.model.device_peaks import device_of
+
+        return device_of(self.arch, self.units, self.dram_peak)
 
     def dram_fraction(self, time: KernelTime) -> float | None:
         """A kernel's achieved bandwidth (its tensors' bytes over its time) against the device's."""

@@ -108,7 +108,8 @@ def attach_profile(report: Report, hatchet: str | Path, launches: str | Path) ->
     ranked = sorted(others.items(), key=lambda item: (-item[1][1], item[0]))
     run = RunProfile(str(hatchet), "proton", profile.devices, gpu_ns, triton_ns, triton_launches,
                      tuple(OtherKernel(name, count, ns) for name, (count, ns) in ranked[:MAX_OTHERS]),
-                     sum(1 for n in numbered if n not in seen_launches), profile.dram_peak)
+                     sum(1 for n in numbered if n not in seen_launches), profile.dram_peak,
+                     profile.arch, profile.units)
     return replace(report, kernels=tuple(kernels)), run
 
 

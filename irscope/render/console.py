@@ -200,10 +200,8 @@ def render(report: Report, console: Console, wide: bool = False, every_config: b
         title = f"{len(alone)} kernels" if not blocks else (f"{len(report.kernels)} kernels: {len(alone)} alone here, "
                                                             f"{len(grouped)} in {len(blocks)} families below "
                                                             "(--all lists each)")
-        from irscope.model.device_peaks import device_of
-
         profile = report.run.profile if report.run is not None else None
-        device = device_of(profile.devices, profile.dram_peak) if profile else None
+        device = profile.device if profile else None
         parts.append(kernel_table(alone, width, title, profile.dram_peak if profile else None, device))
     findings = finding_lines(alone, roots, width)
     if findings:

@@ -42,9 +42,7 @@ def profile_lines(report: Report, width: int | None) -> list[Text]:
         lines += wrapped(f"the device's DRAM bandwidth: {profile.dram_peak / 1e9:,.0f} GB/s (2 x its memory clock x "
                          "bus width, from the profile's device facts); `GB/s (peak)` below: each kernel's tensors' "
                          "bytes over its time, the least it moves", width, indent="  ", style="dim")
-    from irscope.model.device_peaks import device_of
-
-    device = device_of(profile.devices, profile.dram_peak)
+    device = profile.device
     if device is not None:
         peaks = ", ".join(f"{kind} {tflops:,.0f}" for kind, tflops in device.tflops)
         lines += wrapped(f"`TFLOP/s (peak)`: each kernel's dot FLOPs over its time, against the {device.name}'s dense "

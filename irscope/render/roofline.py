@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from irscope.model.device_peaks import device_of, matrix_peak
+from irscope.model.device_peaks import matrix_peak
 from irscope.model.report import Report
 
 
@@ -29,7 +29,7 @@ def write_roofline(report: Report, path: str) -> str | None:
         return "the roofline plot needs matplotlib: pip install 'irscope[plot]'"
     points = [(r.kernel.name, r.time) for r in report.kernels
               if r.time is not None and r.time.flops and r.time.bytes and r.time.tflops]
-    device = device_of(profile.devices, profile.dram_peak)
+    device = profile.device
     figure, axes = plt.subplots(figsize=(8, 5.5))
     xs = [t.flops / t.bytes for _, t in points] or [1.0]
     low, high = min(xs + [0.1]) / 4, max(xs + [1000.0]) * 4
