@@ -30,24 +30,22 @@ def constexpr_values(src) -> dict[str, object]:
     constexprs = set(getattr(fn, "constexprs", ()) or ())
     values = {}
     for key, value in (getattr(src, "constants", None) or {}).items():
-        index = key[0] if isinstance(key, tuple) and len(key) == 1 else key
-        if isinstance(index, str) and index in names:
-            index = names.index(index)
+        index = _argument_index(key, names)
         if isinstance(index, int) and 0 <= index < len(names) and (not constexprs or index in constexprs):
             values[names[index]] = value.value if type(value).__name__ == "constexpr" else value
     return values
 
 
+def _argument_index(key: object, names: list[str]) -> object:
+    """The argument a key of `src.constants` names, as its index where it names one (see constexpr_values)."""
+    index = key[0] if isinstance(key, tuple) and len(key) == 1 else key
+    return names.index(index) if isinstance(index, str) and index in names else index
+
+
 def _constant_indices(src, names: list[str]) -> set[int]:
     """Indices of the arguments `src.constants` holds: the constexprs and those specialized to a constant."""
-    out = set()
-    for key in (getattr(src, "constants", None) or {}):
-        index = key[0] if isinstance(key, tuple) and len(key) == 1 else key
-        if isinstance(index, str) and index in names:
-            index = names.index(index)
-        if isinstance(index, int):
-            out.add(index)
-    return out
+    return {index for key in (getattr(src, "constants", None) or {})
+            if isinstance(index := _argument_index(key, names), int)}
 
 
 def scalar_arguments(src, values: tuple) -> list | None:
