@@ -115,7 +115,9 @@ def test_the_console_ranks_by_gpu_time_and_fits_80_columns(profiled):
              if kr.time and kr.time.launches and kr.kernel.key in text]
     assert rows[0].split("│")[1].strip().startswith("liger_cross")  # the most GPU time of the kernels alone
     assert times == sorted(times, reverse=True)
-    assert "of GPU time (" in text  # each kernel's findings say its share
+    shares = [line for line in text.splitlines() if "of GPU time (" in line]
+    assert shares  # each kernel's findings say its share
+    assert all(len(line) <= 80 for line in shares)  # on a line of its own when the heading leaves no room
 
 
 def test_the_family_view_shows_the_time_of_the_config_that_ran(profiled):

@@ -151,8 +151,13 @@ def kernel_finding_lines(r: KernelReport, findings: Sequence[Finding], roots: So
     from irscope.model.findings import SEVERITIES
 
     arch = r.kernel.target.arch if r.kernel.target else "?"
-    lines = [Text.assemble((printable_name(r.kernel.name), "bold"), f"  {printable_name(arch)}  ",
-                           (printable_name(r.kernel.key), "dim"), *_time_note(r))]
+    heading = Text.assemble((printable_name(r.kernel.name), "bold"), f"  {printable_name(arch)}  ",
+                            (printable_name(r.kernel.key), "dim"))
+    note = Text.assemble(*_time_note(r))
+    if width is not None and heading.cell_len + note.cell_len > width:  # the share on a line of its own
+        lines = [heading] + ([Text("  ") + note[2:]] if note.plain else [])
+    else:
+        lines = [heading + note]
     for f in sorted(findings, key=lambda f: (SEVERITIES.index(f.severity), f.code, f.line or 0)):
         style = {"error": "red", "warning": "yellow"}.get(f.severity, "cyan")
         lines.append(Text.assemble("  ", (f"{f.severity} {f.code}", style), f" {f.slug}  ",
